@@ -136,9 +136,30 @@ impl PageClass {
 }
 
 const WORDS: [&str; 24] = [
-    "the", "page", "memory", "of", "and", "compressed", "swap", "kernel", "to", "a", "in",
-    "cache", "is", "for", "zram", "that", "with", "dictionary", "on", "as", "word", "by",
-    "allocator", "store",
+    "the",
+    "page",
+    "memory",
+    "of",
+    "and",
+    "compressed",
+    "swap",
+    "kernel",
+    "to",
+    "a",
+    "in",
+    "cache",
+    "is",
+    "for",
+    "zram",
+    "that",
+    "with",
+    "dictionary",
+    "on",
+    "as",
+    "word",
+    "by",
+    "allocator",
+    "store",
 ];
 
 /// A page of `class`; the same `(class, seed)` always gives the same page.
@@ -251,7 +272,11 @@ pub fn sample_pages() -> Vec<Sample> {
     for class in PageClass::ALL {
         let count = if class == PageClass::Mixed { mixes } else { seeds };
         for seed in 0..count {
-            samples.push(Sample { label: format!("{}#{seed}", class.name()), class, page: generate(class, seed) });
+            samples.push(Sample {
+                label: format!("{}#{seed}", class.name()),
+                class,
+                page: generate(class, seed),
+            });
         }
     }
     // Word-level edge cases the random classes rarely hit.
@@ -352,7 +377,11 @@ pub fn check_budgets(codec: &mut dyn PageCodec, samples: &[Sample]) {
                 Ok(n) => {
                     assert!(n <= budget, "{name}: {}: {n} bytes for budget {budget}", s.label);
                     let back = decode_independently(codec, &buf[..n], &s.label);
-                    assert!(back.as_ref() == Some(&s.page), "{name}: {}: budget {budget}: bad round trip", s.label);
+                    assert!(
+                        back.as_ref() == Some(&s.page),
+                        "{name}: {}: budget {budget}: bad round trip",
+                        s.label
+                    );
                 }
                 Err(CompressError::Incompressible) => {}
             }
@@ -453,7 +482,9 @@ mod tests {
         for class in PageClass::ALL {
             assert_eq!(generate(class, 7), generate(class, 7), "{class:?}");
         }
-        for class in [PageClass::SameU64, PageClass::Sparse, PageClass::Pointers, PageClass::Text, PageClass::Random] {
+        for class in
+            [PageClass::SameU64, PageClass::Sparse, PageClass::Pointers, PageClass::Text, PageClass::Random]
+        {
             assert_ne!(generate(class, 1), generate(class, 2), "{class:?}");
         }
         let mixes: alloc::collections::BTreeSet<_> =
@@ -467,7 +498,10 @@ mod tests {
         for class in PageClass::ALL {
             assert!(samples.iter().any(|s| s.class == class), "{class:?}");
         }
-        assert_eq!(PageClass::ALL.len(), PageClass::ALL.iter().map(|c| c.name()).collect::<alloc::collections::BTreeSet<_>>().len());
+        assert_eq!(
+            PageClass::ALL.len(),
+            PageClass::ALL.iter().map(|c| c.name()).collect::<alloc::collections::BTreeSet<_>>().len()
+        );
     }
 
     #[test]
