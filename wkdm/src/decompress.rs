@@ -1,0 +1,202 @@
+//! The scalar reference decompressor.
+//!
+//! [`validate`] checks the whole stream before anything is written: header offsets in
+//! order and inside the input, section sizes equal to what the tags announce, index and
+//! low-bits padding zero. It unpacks indices, low bits and misses into fixed scratch arrays
+//! on the way, so the word loop ([`expand`]) runs branch-free over data it can trust.
+
+use pagecodec::DecompressError;
+
+use crate::format::{
+    self, EXACT, HEADER_WORDS, LOW_MASK, Layout, MISS, PARTIAL, SPARSE_ENTRY_BYTES, SPARSE_MAGIC, ZERO,
+};
+use crate::scratch::Scratch;
+
+// The word loops count hits with `tag & 1`.
+const _: () = assert!(EXACT & 1 == 1 && PARTIAL & 1 == 1 && MISS & 1 == 0 && ZERO & 1 == 0);
+
+/// A validated normal-form stream, ready to expand.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Validated<'a> {
+    /// The packed tags area.
+    pub(crate) tags: &'a [u8],
+}
+
+/// Counts the tags of a tags area: (MISS, EXACT + PARTIAL, PARTIAL).
+fn count_tags(tags: &[u8]) -> (usize, usize, usize) {
+    const LOW: u64 = 0x5555_5555_5555_5555;
+    let (mut m, mut h, mut p) = (0u32, 0u32, 0u32);
+    let mut chunks = tags.chunks_exact(8);
+    let mut add = |x: u64| {
+        let lo = x & LOW;
+        let hi = (x >> 1) & LOW;
+        m += (hi & !lo).count_ones();
+        h += lo.count_ones();
+        p += (lo & !hi).count_ones();
+    };
+    for chunk in &mut chunks {
+        add(u64::from_le_bytes(chunk.try_into().expect("chunks of 8")));
+    }
+    let mut tail = [0u8; 8];
+    tail[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    add(u64::from_le_bytes(tail));
+    (m as usize, h as usize, p as usize)
+}
+
+/// Validates a normal-form stream (`input.len() >= 12`) and unpacks its indices, low
+/// bits and misses into `s`.
+pub(crate) fn validate<'a, const W: usize>(
+    input: &'a [u8],
+    s: &mut Scratch<W>,
+) -> Result<Validated<'a>, DecompressError> {
+    let layout = Layout { words: W };
+    let header = [format::read_word(input, 0), format::read_word(input, 1), format::read_word(input, 2)];
+    let [index_start, low_start, end] = header.map(|w| w as usize);
+    let misses_start = layout.misses_start_word();
+    if !(misses_start <= index_start && index_start <= low_start && low_start <= end) {
+        return Err(DecompressError::corrupt("header offsets out of order"));
+    }
+    // Compare in u64: `end * 4` may overflow a 32-bit usize.
+    let stream_len = u64::from(header[2]) * 4;
+    if stream_len > input.len() as u64 {
+        return Err(DecompressError::Truncated);
+    }
+    if stream_len < input.len() as u64 {
+        return Err(DecompressError::TrailingInput);
+    }
+    let tags = &input[4 * HEADER_WORDS..4 * misses_start];
+    let (m, h, p) = count_tags(tags);
+    if index_start - misses_start != m {
+        return Err(DecompressError::corrupt("miss count differs from MISS tags"));
+    }
+    if low_start - index_start != h.div_ceil(8) {
+        return Err(DecompressError::corrupt("index area size differs from EXACT + PARTIAL tags"));
+    }
+    if end - low_start != p.div_ceil(3) {
+        return Err(DecompressError::corrupt("low-bits area size differs from PARTIAL tags"));
+    }
+    // Misses: counted above, so m <= W.
+    for (dst, src) in s.misses[..m].iter_mut().zip(input[4 * misses_start..].chunks_exact(4)) {
+        *dst = u32::from_le_bytes([src[0], src[1], src[2], src[3]]);
+    }
+    // Indices: 8 per word; h <= W and W is a multiple of 8, so the padded count fits.
+    let index_area = &input[4 * index_start..4 * low_start];
+    for (dst, src) in s.indices.chunks_exact_mut(8).zip(index_area.chunks_exact(4)) {
+        dst.copy_from_slice(&format::unpack_indices(u32::from_le_bytes([src[0], src[1], src[2], src[3]])));
+    }
+    if s.indices[h..h.div_ceil(8) * 8].iter().any(|&i| i != 0) {
+        return Err(DecompressError::corrupt("index padding is not zero"));
+    }
+    // Low bits: 3 per word; the last word may hold up to 2 padding values past W.
+    let low_area = &input[4 * low_start..4 * end];
+    for (j, src) in low_area.chunks_exact(4).enumerate() {
+        let word = u32::from_le_bytes([src[0], src[1], src[2], src[3]]);
+        if word >> 30 != 0 {
+            return Err(DecompressError::corrupt("low-bits word has bits 30-31 set"));
+        }
+        for (k, value) in format::unpack_low_bits(word).into_iter().enumerate() {
+            let at = 3 * j + k;
+            if at < p {
+                s.lows[at] = value;
+            } else if value != 0 {
+                return Err(DecompressError::corrupt("low-bits padding is not zero"));
+            }
+        }
+    }
+    Ok(Validated { tags })
+}
+
+/// Expands a validated stream into `page` (`4 * W` bytes), with every dictionary entry
+/// starting at `preload`.
+pub(crate) fn expand<const W: usize>(v: Validated<'_>, s: &Scratch<W>, preload: u32, page: &mut [u8]) {
+    debug_assert_eq!(page.len(), 4 * W);
+    let mask = W - 1;
+    let mut dict = [preload; 16];
+    let (mut hi, mut pi, mut mi) = (0usize, 0usize, 0usize);
+    let mut tags = [0u8; 16];
+    for (tag_word, out) in v.tags.chunks_exact(4).zip(page.chunks_exact_mut(64)) {
+        format::unpack_tags(
+            u32::from_le_bytes([tag_word[0], tag_word[1], tag_word[2], tag_word[3]]),
+            &mut tags,
+        );
+        for (&tag, dst) in tags.iter().zip(out.chunks_exact_mut(4)) {
+            let tag = tag & 3;
+            // The counters never pass the validated counts, and a counter equal to W is
+            // only read (masked to 0) for a tag that does not use it.
+            let index = usize::from(s.indices[hi & mask] & 15);
+            let d = dict[index];
+            let partial = (d & !LOW_MASK) | u32::from(s.lows[pi & mask]);
+            let miss = s.misses[mi & mask];
+            let w = [0, partial, miss, d][usize::from(tag)];
+            let store_at = if tag == MISS { format::slot(w) } else { index };
+            dict[store_at] = if tag == ZERO { d } else { w };
+            // EXACT (3) and PARTIAL (1) are the odd tags: both consume an index.
+            hi += usize::from(tag & 1);
+            pi += usize::from(tag == PARTIAL);
+            mi += usize::from(tag == MISS);
+            dst.copy_from_slice(&w.to_le_bytes());
+        }
+    }
+}
+
+/// Decodes the sparse form (word 0 is the magic) into `page`.
+pub(crate) fn expand_sparse(input: &[u8], page: &mut [u8]) -> Result<(), DecompressError> {
+    let entries = &input[4..];
+    if entries.len() % SPARSE_ENTRY_BYTES != 0 {
+        return Err(DecompressError::Truncated);
+    }
+    // Validate every entry before writing anything.
+    let mut next_free = 0usize;
+    for entry in entries.chunks_exact(SPARSE_ENTRY_BYTES) {
+        let offset = usize::from(u16::from_le_bytes([entry[4], entry[5]]));
+        if offset % 4 != 0 {
+            return Err(DecompressError::corrupt("sparse offset not word aligned"));
+        }
+        if offset >= page.len() {
+            return Err(DecompressError::corrupt("sparse offset outside the page"));
+        }
+        if offset < next_free {
+            return Err(DecompressError::corrupt("sparse offsets not increasing"));
+        }
+        next_free = offset + 4;
+    }
+    page.fill(0);
+    for entry in entries.chunks_exact(SPARSE_ENTRY_BYTES) {
+        let offset = usize::from(u16::from_le_bytes([entry[4], entry[5]]));
+        page[offset..offset + 4].copy_from_slice(&entry[..4]);
+    }
+    Ok(())
+}
+
+/// The whole scalar decompressor.
+pub(crate) fn decompress<const W: usize>(
+    input: &[u8],
+    s: &mut Scratch<W>,
+    preload: u32,
+    page: &mut [u8],
+) -> Result<(), DecompressError> {
+    if input.len() < 4 {
+        return Err(DecompressError::Truncated);
+    }
+    if format::read_word(input, 0) == SPARSE_MAGIC {
+        return expand_sparse(input, page);
+    }
+    if input.len() < 4 * HEADER_WORDS {
+        return Err(DecompressError::Truncated);
+    }
+    let v = validate::<W>(input, s)?;
+    expand::<W>(v, s, preload, page);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_tags_by_kind() {
+        // Tags 0,1,2,3 in one byte and a MISS-only byte.
+        let tags = [0b11_10_01_00u8, 0b10_10_10_10, 0, 0, 0, 0, 0, 0, 0b01];
+        assert_eq!(count_tags(&tags), (1 + 4, 2 + 1, 1 + 1));
+    }
+}

@@ -1,0 +1,210 @@
+//! Property tests (4 KiB and 16 KiB round trips, arbitrary input to the decoder) and
+//! every-prefix / every-bit-flip damage on real streams.
+
+use proptest::prelude::*;
+
+use pagecodec::testing::{PageClass, generate};
+use pagecodec::{Page, PageCodec};
+use wkdm::{CompressOptions, Compressed, Wkdm, Wkdm16K};
+
+/// Words drawn from a small pool (so EXACT and PARTIAL hits happen), with zeros and
+/// near-duplicates, laid out as `len` words.
+fn words(len: usize) -> impl Strategy<Value = Vec<u32>> {
+    (prop::collection::vec(any::<u32>(), 1..24), prop::collection::vec((0u8..5, any::<u16>()), len)).prop_map(
+        |(pool, picks)| {
+            picks
+                .into_iter()
+                .map(|(kind, r)| {
+                    let base = pool[usize::from(r) % pool.len()];
+                    match kind {
+                        0 => 0,
+                        1 => base,
+                        2 => (base & !0x3FF) | u32::from(r & 0x3FF),
+                        3 => u32::from(r) & 0x3FF,
+                        _ => base.rotate_left(u32::from(r % 32)) ^ u32::from(r),
+                    }
+                })
+                .collect()
+        },
+    )
+}
+
+fn cases() -> u32 {
+    if cfg!(miri) { 4 } else { 96 }
+}
+
+/// Every strict prefix and every single-bit flip of `stream` must decode to an error or
+/// a page, the same whatever the page held before, never panic; normal-form prefixes are
+/// always errors.
+fn damage_4k(stream: &[u8]) {
+    let mut codec = Wkdm::default();
+    let decode = |codec: &mut Wkdm, s: &[u8]| {
+        let mut a = Page::filled(0);
+        let mut b = Page::filled(0xFF);
+        let ra = codec.decompress(s, &mut a);
+        let rb = codec.decompress(s, &mut b);
+        assert_eq!(ra, rb);
+        if ra.is_ok() {
+            assert_eq!(a, b, "stale data visible");
+        }
+        ra
+    };
+    let sparse = stream[..4] == [0x21, 0x43, 0, 0];
+    for len in 0..stream.len() {
+        let r = decode(&mut codec, &stream[..len]);
+        if !sparse || len < 4 {
+            assert!(r.is_err(), "prefix of {len} bytes accepted");
+        }
+    }
+    let mut damaged = stream.to_vec();
+    for bit in 0..stream.len() * 8 {
+        damaged[bit / 8] ^= 1 << (bit % 8);
+        let _ = decode(&mut codec, &damaged);
+        damaged[bit / 8] ^= 1 << (bit % 8);
+    }
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn damaged_vector_streams() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/vectors/wkdm");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(dir).expect("vectors") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_some_and(|e| e == "xnu-wkdm") {
+            let stream = std::fs::read(&path).expect("stream");
+            if !stream.is_empty() {
+                damage_4k(&stream);
+                checked += 1;
+            }
+        }
+    }
+    assert_eq!(checked, 13);
+}
+
+#[test]
+fn damaged_streams_of_every_class() {
+    let mut codec = Wkdm::default();
+    let mut out = vec![0u8; Wkdm::MAX_COMPRESSED_LEN];
+    let seeds = if cfg!(miri) { 0..1 } else { 0..2 };
+    for class in PageClass::ALL {
+        for seed in seeds.clone() {
+            if let Ok(n) = codec.compress(&generate(class, seed), &mut out) {
+                damage_4k(&out[..n]);
+            }
+        }
+    }
+}
+
+#[test]
+fn damaged_16k_stream() {
+    let mut page = [0u8; 16384];
+    for (i, chunk) in page.chunks_exact_mut(4).enumerate() {
+        let w = [0x7f00_2c00u32, 0, 0x7f00_1000 + i as u32 % 1024, 42 + (i as u32 >> 8)][i % 4];
+        chunk.copy_from_slice(&w.to_le_bytes());
+    }
+    let mut codec = Wkdm16K::new();
+    let mut out = vec![0u8; Wkdm16K::MAX_COMPRESSED_LEN];
+    let Ok(Compressed::Stream(n)) = codec.compress_page(&page, &mut out) else { panic!("stream") };
+    let stream = &out[..n];
+    let mut back = [0u8; 16384];
+    let step = if cfg!(miri) { 499 } else { 7 };
+    for len in (0..n).step_by(step) {
+        assert!(codec.decompress_page(&stream[..len], &mut back).is_err(), "prefix {len}");
+    }
+    let mut damaged = stream.to_vec();
+    for bit in (0..n * 8).step_by(step) {
+        damaged[bit / 8] ^= 1 << (bit % 8);
+        let _ = codec.decompress_page(&damaged, &mut back);
+        damaged[bit / 8] ^= 1 << (bit % 8);
+    }
+    codec.decompress_page(stream, &mut back).unwrap();
+    assert_eq!(back, page);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(cases()))]
+
+    #[test]
+    fn round_trip_4k(words in words(1024), early_abort in any::<bool>()) {
+        let mut page = Page::zeroed();
+        for (dst, w) in page.words_mut().iter_mut().zip(&words) {
+            *dst = w.to_le();
+        }
+        let mut codec = Wkdm::new().with_options(CompressOptions::new().early_abort(early_abort));
+        let mut out = vec![0u8; Wkdm::MAX_COMPRESSED_LEN];
+        match codec.compress(&page, &mut out) {
+            Ok(n) => {
+                let mut back = Page::filled(0xA5);
+                codec.decompress(&out[..n], &mut back).unwrap();
+                prop_assert_eq!(back, page.clone());
+                // The own API gives the same stream unless the page is uniform.
+                let mut out2 = vec![0u8; Wkdm::MAX_COMPRESSED_LEN];
+                match codec.compress_page(page.as_bytes(), &mut out2).unwrap() {
+                    Compressed::Stream(m) => prop_assert_eq!(&out2[..m], &out[..n]),
+                    same => prop_assert!(page.words().iter().all(|&w| Some(u32::from_le(w)) == same.same_value())),
+                }
+            }
+            Err(_) => prop_assert!(early_abort, "refused with the worst-case budget and no early abort"),
+        }
+    }
+
+    #[test]
+    fn round_trip_16k(words in words(4096)) {
+        let mut page = [0u8; 16384];
+        for (dst, w) in page.chunks_exact_mut(4).zip(&words) {
+            dst.copy_from_slice(&w.to_le_bytes());
+        }
+        let mut codec = Wkdm16K::new().with_options(CompressOptions::new().early_abort(false));
+        let mut out = vec![0u8; Wkdm16K::MAX_COMPRESSED_LEN];
+        match codec.compress_page(&page, &mut out).unwrap() {
+            Compressed::Stream(n) => {
+                let mut back = [0x5Au8; 16384];
+                codec.decompress_page(&out[..n], &mut back).unwrap();
+                prop_assert!(back == page);
+            }
+            same => {
+                let v = same.same_value().unwrap().to_le_bytes();
+                prop_assert!(page.chunks_exact(4).all(|c| c == v));
+            }
+        }
+    }
+
+    #[test]
+    fn budgets_are_respected(words in words(1024), budget in 0usize..4400) {
+        let mut page = Page::zeroed();
+        for (dst, w) in page.words_mut().iter_mut().zip(&words) {
+            *dst = w.to_le();
+        }
+        let mut codec = Wkdm::new().with_options(CompressOptions::new().early_abort(false));
+        let mut full = vec![0u8; Wkdm::MAX_COMPRESSED_LEN];
+        let n_full = codec.compress(&page, &mut full).unwrap();
+        let mut out = vec![0u8; budget];
+        match codec.compress(&page, &mut out) {
+            // Same form whenever it fits: the bytes are those of the full-budget stream...
+            Ok(n) => prop_assert_eq!(&out[..n], &full[..n_full]),
+            // ...and a refusal means that stream does not fit (or the sparse form was
+            // chosen and does not fit).
+            Err(_) => prop_assert!(n_full > budget),
+        }
+    }
+
+    #[test]
+    fn arbitrary_input_never_panics(mut input in prop::collection::vec(any::<u8>(), 0..1200), header in any::<bool>()) {
+        if header && input.len() >= 12 {
+            // A plausible header: offsets near the real ones.
+            let len = (input.len() / 4) as u32;
+            for (k, v) in [67 + len % 7, 67 + len % 13, len].into_iter().enumerate() {
+                input[4 * k..4 * k + 4].copy_from_slice(&v.to_le_bytes());
+            }
+        }
+        let mut a = Page::filled(0);
+        let mut b = Page::filled(1);
+        let ra = Wkdm::default().decompress(&input, &mut a);
+        let rb = Wkdm::default().decompress(&input, &mut b);
+        prop_assert_eq!(ra, rb);
+        if ra.is_ok() {
+            prop_assert_eq!(a, b);
+        }
+    }
+}

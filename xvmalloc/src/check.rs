@@ -1,0 +1,152 @@
+//! A full consistency check of the pool's structures, for tests and fuzzing.
+
+use crate::PageSource;
+use crate::block::{NIL, units_for};
+use crate::classes::{CLASSES, class_of};
+use crate::pool::Pool;
+
+impl<S: PageSource> Pool<S> {
+    /// Walks every chunk, free list and slot and checks that they agree; O(size of the pool).
+    ///
+    /// Checked: blocks tile each chunk exactly with correct previous-size fields; no two free
+    /// blocks are adjacent; every free block is listed exactly once, in its class, with
+    /// consistent links and bitmap bits; every live slot points at the start of an allocated
+    /// block of the right size and each allocated block has exactly one slot; per-chunk and
+    /// pool counters match. Meant for tests: it never changes the pool.
+    ///
+    /// # Errors
+    ///
+    /// A description of the first inconsistency found.
+    pub fn validate(&self) -> Result<(), &'static str> {
+        // Per chunk: number of free blocks seen by walking; compared with the lists below.
+        let mut free_blocks = 0u64;
+        let mut held = 0u64;
+        // owner[addr] would be large; instead count allocated blocks and match them to slots.
+        let mut allocated_blocks = 0u64;
+        let mut allocated_units = 0u64;
+        for (id, chunk) in self.chunks.iter().enumerate() {
+            if chunk.is_none() {
+                continue;
+            }
+            held += 1;
+            let base = (id as u32) << self.shift;
+            let (mut off, mut prev, mut prev_free) = (0u32, 0u32, false);
+            let (mut used, mut objects) = (0u32, 0u32);
+            while off < self.chunk_units {
+                let h = self.header(base + off);
+                if h.size() < crate::block::MIN_UNITS || off + h.size() > self.chunk_units {
+                    return Err("block size out of range");
+                }
+                if h.prev() != prev {
+                    return Err("previous-size field wrong");
+                }
+                if h.is_free() {
+                    if prev_free {
+                        return Err("two adjacent free blocks");
+                    }
+                    free_blocks += 1;
+                } else {
+                    used += h.size();
+                    objects += 1;
+                }
+                prev_free = h.is_free();
+                prev = h.size();
+                off += h.size();
+            }
+            if objects == 0 {
+                return Err("empty chunk was not released");
+            }
+            allocated_blocks += u64::from(objects);
+            allocated_units += u64::from(used);
+        }
+        if held != self.counters.chunks_held {
+            return Err("held chunk count wrong");
+        }
+        // Free lists.
+        let mut listed = 0u64;
+        for class in 0..CLASSES {
+            let mut addr = self.classes.heads[class];
+            if (addr != NIL) != self.classes.is_set(class) {
+                return Err("bitmap disagrees with list head");
+            }
+            let mut prev = NIL;
+            while addr != NIL {
+                let chunk = (addr >> self.shift) as usize;
+                if self.chunks.get(chunk).is_none_or(|c| c.is_none()) {
+                    return Err("listed block in a released chunk");
+                }
+                let h = self.header(addr);
+                if !h.is_free() || class_of(h.size()) != class {
+                    return Err("listed block not free or in the wrong class");
+                }
+                let at = self.byte_offset(addr);
+                let buf = self.buf(addr);
+                if prev != NIL && crate::block::read_u32(buf, at + 8) != prev {
+                    return Err("free-list back link wrong");
+                }
+                listed += 1;
+                if listed > free_blocks {
+                    return Err("free lists hold more blocks than the chunks (cycle?)");
+                }
+                prev = addr;
+                addr = crate::block::read_u32(buf, at + 4);
+            }
+        }
+        if listed != free_blocks {
+            return Err("a free block is not listed");
+        }
+        // Slots.
+        let mut live = 0u64;
+        let mut payload = 0u64;
+        for slot in &self.slots {
+            if slot.len == 0 {
+                continue;
+            }
+            live += 1;
+            payload += u64::from(slot.len);
+            let chunk = (slot.addr >> self.shift) as usize;
+            if self.chunks.get(chunk).is_none_or(|c| c.is_none()) {
+                return Err("slot points into a released chunk");
+            }
+            let h = self.header(slot.addr);
+            let want = units_for(slot.len as usize);
+            if h.is_free() || h.size() < want || h.size() > want + 1 {
+                return Err("slot does not point at a fitting allocated block");
+            }
+        }
+        // Each allocated block has a slot: counts match and slots are at distinct block
+        // starts (distinct because each header was checked to start a block of the right
+        // size and blocks tile the chunks, so equal counts mean a bijection unless two
+        // slots share an address, checked by sorting).
+        let mut addrs: alloc::vec::Vec<u32> =
+            self.slots.iter().filter(|s| s.len != 0).map(|s| s.addr).collect();
+        addrs.sort_unstable();
+        if addrs.windows(2).any(|w| w[0] == w[1]) {
+            return Err("two slots share a block");
+        }
+        if live != allocated_blocks || live != self.counters.objects {
+            return Err("object count wrong");
+        }
+        if payload != self.counters.payload || allocated_units != self.counters.allocated_units {
+            return Err("byte counters wrong");
+        }
+        // Free-slot chain.
+        let mut free_slots = 0usize;
+        let mut index = self.free_slot;
+        while index != NIL {
+            let slot = self.slots.get(index as usize).ok_or("free-slot chain leaves the table")?;
+            if slot.len != 0 {
+                return Err("live slot on the free chain");
+            }
+            free_slots += 1;
+            if free_slots > self.slots.len() {
+                return Err("free-slot chain has a cycle");
+            }
+            index = slot.addr;
+        }
+        if free_slots as u64 + live != self.slots.len() as u64 {
+            return Err("free-slot chain misses slots");
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,216 @@
+//! Compaction: move objects out of sparse chunks and give those chunks back.
+//!
+//! One round:
+//! 1. sort the held chunks by allocated units, ascending;
+//! 2. choose as victims the longest prefix whose allocated units fit in 15/16 of the free
+//!    units of the remaining chunks (the targets);
+//! 3. take the victims' free blocks off the free lists, so allocation can only land in
+//!    targets;
+//! 4. move every object of every victim (victims in order, larger objects first) into a
+//!    best-fit free block of a target, updating its slot: handles stay valid;
+//! 5. release each victim as soon as it is empty; if no target block fits an object, stop,
+//!    and rebuild the free blocks of the victims that still hold objects.
+//!
+//! Rounds repeat while they release chunks (at most [`MAX_ROUNDS`]). Compaction never
+//! acquires memory from the source, so it cannot fail.
+
+use alloc::vec::Vec;
+
+use crate::block::{HEADER, Header, NIL};
+use crate::pool::Pool;
+use crate::{CompactReport, MAX_ALLOC, PageSource};
+
+const MAX_ROUNDS: usize = 8;
+
+impl<S: PageSource> Pool<S> {
+    /// Moves objects out of sparsely used chunks into the free space of denser ones and
+    /// gives the emptied chunks back to the source. Handles stay valid; object contents are
+    /// unchanged. Cost: O(live objects + chunks log chunks) per round; it allocates
+    /// temporary tables on the heap and never takes memory from the source.
+    ///
+    /// ```
+    /// use xvmalloc::{HeapSource, Pool};
+    ///
+    /// let mut pool = Pool::new(HeapSource::new());
+    /// let handles: Vec<_> = (0..64u8).map(|i| pool.alloc_copy(&[i; 1000]).unwrap()).collect();
+    /// for h in handles.iter().skip(1).step_by(2) {
+    ///     pool.free(*h).unwrap();
+    /// }
+    /// let before = pool.stats().held_bytes;
+    /// let report = pool.compact();
+    /// assert!(report.chunks_released > 0);
+    /// assert!(pool.stats().held_bytes < before);
+    /// for (i, h) in handles.iter().enumerate().step_by(2) {
+    ///     assert_eq!(pool.get(h).unwrap(), &[i as u8; 1000][..]);
+    /// }
+    /// ```
+    pub fn compact(&mut self) -> CompactReport {
+        let mut report = CompactReport::default();
+        for _ in 0..MAX_ROUNDS {
+            let released = self.compact_round(&mut report);
+            if released == 0 {
+                break;
+            }
+        }
+        report
+    }
+
+    /// One round; returns the chunks it released.
+    fn compact_round(&mut self, report: &mut CompactReport) -> u64 {
+        let mut held: Vec<(u32, u32)> = Vec::new();
+        for id in 0..self.chunks.len() as u32 {
+            if self.chunks[id as usize].is_some() {
+                held.push((self.chunk_usage(id).0, id));
+            }
+        }
+        if held.len() < 2 {
+            return 0;
+        }
+        held.sort_unstable();
+        let victims = self.choose_victims(&held);
+        if victims == 0 {
+            return 0;
+        }
+        // rank[chunk] = position among the victims, NIL for targets and unused ids.
+        let mut rank = alloc::vec![NIL; self.chunks.len()];
+        // Live objects left in each victim, by rank.
+        let mut left = Vec::with_capacity(victims);
+        for (r, &(_, id)) in held[..victims].iter().enumerate() {
+            rank[id as usize] = r as u32;
+            left.push(self.chunk_usage(id).1);
+            self.unlink_chunk_free_blocks(id);
+        }
+        // Objects to move: (victim rank, larger first, slot index).
+        let mut moves: Vec<(u32, core::cmp::Reverse<u32>, u32)> = Vec::new();
+        for (index, slot) in self.slots.iter().enumerate() {
+            if slot.len != 0 {
+                let r = rank[(slot.addr >> self.shift) as usize];
+                if r != NIL {
+                    moves.push((r, core::cmp::Reverse(slot.len), index as u32));
+                }
+            }
+        }
+        moves.sort_unstable();
+        let mut released = 0;
+        let mut scratch = [0u8; MAX_ALLOC];
+        for &(r, _, index) in &moves {
+            if !self.move_object(index, &mut scratch, report) {
+                break;
+            }
+            left[r as usize] -= 1;
+        }
+        // Release emptied victims, rebuild the rest.
+        for (r, &(_, id)) in held[..victims].iter().enumerate() {
+            if left[r] == 0 {
+                self.release_chunk(id, true);
+                released += 1;
+            } else {
+                self.relink_chunk(id);
+            }
+        }
+        report.chunks_released += released;
+        report.pages_released += released * (self.chunk_size as u64 / 4096);
+        released
+    }
+
+    /// How many of the least used chunks (sorted ascending in `held`) to evacuate.
+    fn choose_victims(&self, held: &[(u32, u32)]) -> usize {
+        let total_free: u64 = held.iter().map(|&(used, _)| u64::from(self.chunk_units - used)).sum();
+        let mut moved = 0u64;
+        let mut victim_free = 0u64;
+        let mut victims = 0;
+        for (k, &(used, _)) in held.iter().enumerate() {
+            let target_free = total_free - victim_free - u64::from(self.chunk_units - used);
+            if (moved + u64::from(used)) * 16 > target_free * 15 || k + 1 == held.len() {
+                break;
+            }
+            moved += u64::from(used);
+            victim_free += u64::from(self.chunk_units - used);
+            victims = k + 1;
+        }
+        victims
+    }
+
+    /// Moves the object of slot `index` into a block from the free lists. Returns false
+    /// (changing nothing) when no listed block fits.
+    fn move_object(&mut self, index: u32, scratch: &mut [u8; MAX_ALLOC], report: &mut CompactReport) -> bool {
+        let slot = self.slots[index as usize];
+        let len = slot.len as usize;
+        let old_units = self.header(slot.addr).size();
+        let Some((addr, units)) = self.take_block(crate::block::units_for(len)) else {
+            return false;
+        };
+        let from = self.byte_offset(slot.addr) + HEADER;
+        scratch[..len].copy_from_slice(&self.buf(slot.addr)[from..from + len]);
+        let to = self.byte_offset(addr) + HEADER;
+        self.buf_mut(addr)[to..to + len].copy_from_slice(&scratch[..len]);
+        // The old block becomes free but stays unlisted: its chunk is being evacuated.
+        let h = self.header(slot.addr);
+        self.set_header(slot.addr, Header::new(h.size(), h.prev(), true));
+        self.counters.allocated_units =
+            self.counters.allocated_units + u64::from(units) - u64::from(old_units);
+        self.counters.objects_moved += 1;
+        self.slots[index as usize].addr = addr;
+        report.objects_moved += 1;
+        report.bytes_moved += len as u64;
+        true
+    }
+
+    /// Allocated units and live objects of chunk `id`, by walking its blocks.
+    pub(crate) fn chunk_usage(&self, id: u32) -> (u32, u32) {
+        let base = id << self.shift;
+        let (mut off, mut used, mut objects) = (0, 0, 0);
+        while off < self.chunk_units {
+            let h = self.header(base + off);
+            if !h.is_free() {
+                used += h.size();
+                objects += 1;
+            }
+            off += h.size();
+        }
+        (used, objects)
+    }
+
+    /// Takes every free block of chunk `id` off the free lists.
+    fn unlink_chunk_free_blocks(&mut self, id: u32) {
+        let base = id << self.shift;
+        let mut off = 0;
+        while off < self.chunk_units {
+            let h = self.header(base + off);
+            if h.is_free() {
+                self.unlink(base + off, h.size());
+            }
+            off += h.size();
+        }
+    }
+
+    /// Rebuilds chunk `id`'s block chain after evacuation: merges runs of free blocks,
+    /// rewrites the previous-size fields and lists the free blocks again.
+    fn relink_chunk(&mut self, id: u32) {
+        let base = id << self.shift;
+        let mut off = 0;
+        let mut prev = 0;
+        while off < self.chunk_units {
+            let h = self.header(base + off);
+            if !h.is_free() {
+                self.set_header(base + off, h.with_prev(prev));
+                prev = h.size();
+                off += h.size();
+                continue;
+            }
+            let start = off;
+            let mut size = 0;
+            while off < self.chunk_units {
+                let h = self.header(base + off);
+                if !h.is_free() {
+                    break;
+                }
+                size += h.size();
+                off += h.size();
+            }
+            self.set_header(base + start, Header::new(size, prev, true));
+            self.link(base + start, size);
+            prev = size;
+        }
+    }
+}

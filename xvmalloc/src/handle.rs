@@ -1,0 +1,31 @@
+//! Object handles.
+
+/// Names one object in a [`Pool`](crate::Pool): 8 bytes, `Copy`.
+///
+/// A handle indexes the pool's slot table, which maps it to the object's current place, so
+/// it stays valid when [`compact`](crate::Pool::compact) moves the object. Each slot carries
+/// a generation that changes when its object is freed: a handle kept after `free` (or
+/// forged) is refused with [`HandleError::Stale`](crate::HandleError::Stale) rather than
+/// reaching another object. Generations are 32-bit and wrap, so a handle kept across
+/// 2^32 reuses of its slot could alias again; that is the documented limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Handle {
+    pub(crate) index: u32,
+    pub(crate) generation: u32,
+}
+
+impl Handle {
+    /// The handle as 64 bits (slot index in the low half, generation in the high half), for
+    /// callers that pack handles into their own tables.
+    pub const fn to_bits(self) -> u64 {
+        (self.generation as u64) << 32 | self.index as u64
+    }
+
+    /// The handle with bits from [`to_bits`](Self::to_bits). Any value is accepted: the
+    /// pool checks every handle it is given.
+    pub const fn from_bits(bits: u64) -> Self {
+        Handle { index: bits as u32, generation: (bits >> 32) as u32 }
+    }
+}
+
+const _: () = assert!(core::mem::size_of::<Handle>() == 8);

@@ -1,0 +1,524 @@
+//! The pool: chunk table, slot table, free lists, alloc and free.
+
+use alloc::vec::Vec;
+
+use crate::block::{HEADER, Header, MIN_UNITS, NIL, UNIT, read_u32, units_for, write_u32};
+use crate::classes::{Classes, class_of};
+use crate::{AllocError, ConfigError, Handle, HandleError, MAX_ALLOC, PageSource, PoolStats};
+
+/// Default chunk size: 4 pages (16 KiB). See the crate docs for the measurements behind it.
+pub const DEFAULT_CHUNK_SIZE: usize = 16384;
+
+const MIN_CHUNK: usize = 4096;
+const MAX_CHUNK: usize = 65536;
+const PAGE: u64 = 4096;
+
+/// One entry of the slot table. `len == 0` marks a free slot whose `addr` links the next
+/// free slot.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Slot {
+    pub(crate) generation: u32,
+    pub(crate) addr: u32,
+    pub(crate) len: u32,
+}
+
+/// Running totals behind [`PoolStats`].
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) payload: u64,
+    pub(crate) allocated_units: u64,
+    pub(crate) objects: u64,
+    pub(crate) chunks_held: u64,
+    pub(crate) chunks_acquired: u64,
+    pub(crate) pages_released: u64,
+    pub(crate) pages_compacted: u64,
+    pub(crate) objects_moved: u64,
+}
+
+/// An O(1) sub-page allocator for objects of 1..=4096 bytes.
+///
+/// Objects live in fixed-size chunks taken from a [`PageSource`]; each object is one block
+/// (4-byte header + payload, rounded to 8 bytes) that never spans chunks. Free blocks sit in
+/// exact 8-byte size classes found through a two-level bitmap, so `alloc` and `free` take
+/// constant time; `free` merges both neighbours and a chunk that becomes wholly free goes
+/// back to the source at once. Handles go through a slot table, so [`compact`](Pool::compact)
+/// can move objects out of sparse chunks and release them.
+///
+/// ```
+/// use xvmalloc::{HeapSource, Pool};
+///
+/// let mut pool = Pool::new(HeapSource::new());
+/// let h = pool.alloc_copy(b"compressed page bytes")?;
+/// assert_eq!(pool.get(&h)?, b"compressed page bytes");
+/// pool.get_mut(&h)?[0] = b'C';
+/// assert_eq!(pool.len(&h)?, 21);
+/// pool.free(h)?;
+/// assert!(pool.get(&h).is_err(), "stale handles are refused");
+/// assert_eq!(pool.stats().held_bytes, 0, "the empty chunk went back to the source");
+/// # Ok::<(), Box<dyn core::error::Error>>(())
+/// ```
+pub struct Pool<S: PageSource> {
+    pub(crate) source: S,
+    /// The chunk table, indexed by chunk id; `None` while an id is unused.
+    pub(crate) chunks: Vec<Option<S::Chunk>>,
+    pub(crate) spare_chunks: Vec<u32>,
+    pub(crate) slots: Vec<Slot>,
+    pub(crate) free_slot: u32,
+    pub(crate) classes: Classes,
+    pub(crate) chunk_size: usize,
+    /// Units per chunk (a power of two).
+    pub(crate) chunk_units: u32,
+    /// log2(chunk_units): an address is `chunk << shift | offset_in_units`.
+    pub(crate) shift: u32,
+    pub(crate) max_alloc: usize,
+    pub(crate) counters: Counters,
+}
+
+impl<S: PageSource> core::fmt::Debug for Pool<S> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Pool").field("stats", &self.stats()).finish_non_exhaustive()
+    }
+}
+
+impl<S: PageSource> Pool<S> {
+    /// A pool carving chunks of [`DEFAULT_CHUNK_SIZE`] bytes from `source`.
+    pub fn new(source: S) -> Self {
+        match Self::with_chunk_size(source, DEFAULT_CHUNK_SIZE) {
+            Ok(pool) => pool,
+            Err(_) => unreachable!("the default chunk size is valid"),
+        }
+    }
+
+    /// A pool carving chunks of `chunk_size` bytes: a power of two from 4096 to 65536.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::InvalidChunkSize`] for any other size.
+    pub fn with_chunk_size(source: S, chunk_size: usize) -> Result<Self, ConfigError> {
+        if !chunk_size.is_power_of_two() || !(MIN_CHUNK..=MAX_CHUNK).contains(&chunk_size) {
+            return Err(ConfigError::InvalidChunkSize(chunk_size));
+        }
+        let chunk_units = (chunk_size / UNIT) as u32;
+        Ok(Pool {
+            source,
+            chunks: Vec::new(),
+            spare_chunks: Vec::new(),
+            slots: Vec::new(),
+            free_slot: NIL,
+            classes: Classes::new(),
+            chunk_size,
+            chunk_units,
+            shift: chunk_units.trailing_zeros(),
+            max_alloc: MAX_ALLOC.min(chunk_size - HEADER),
+            counters: Counters::default(),
+        })
+    }
+
+    /// The largest object this pool accepts.
+    pub fn max_alloc(&self) -> usize {
+        self.max_alloc
+    }
+
+    /// The chunk size in bytes.
+    pub fn chunk_size(&self) -> usize {
+        self.chunk_size
+    }
+
+    /// The page source.
+    pub fn source(&self) -> &S {
+        &self.source
+    }
+
+    /// The page source, mutably (e.g. to change a limit).
+    pub fn source_mut(&mut self) -> &mut S {
+        &mut self.source
+    }
+
+    /// Allocates an object of `len` bytes. Its contents are unspecified (possibly bytes of
+    /// an earlier object) until written through [`get_mut`](Self::get_mut); see
+    /// [`alloc_copy`](Self::alloc_copy).
+    ///
+    /// # Errors
+    ///
+    /// [`AllocError::InvalidSize`] for 0 or more than [`max_alloc`](Self::max_alloc);
+    /// [`AllocError::OutOfMemory`] when no free block fits and the source gives no chunk.
+    /// On error nothing stored changes.
+    #[inline]
+    pub fn alloc(&mut self, len: usize) -> Result<Handle, AllocError> {
+        self.alloc_at(len).map(|(handle, _)| handle)
+    }
+
+    /// [`alloc`](Self::alloc), also returning the block's address.
+    #[inline]
+    fn alloc_at(&mut self, len: usize) -> Result<(Handle, u32), AllocError> {
+        if len == 0 || len > self.max_alloc {
+            return Err(AllocError::InvalidSize { len, max: self.max_alloc });
+        }
+        let want = units_for(len);
+        // Reserve the slot first so that a failure cannot leave a block without an owner.
+        if self.free_slot == NIL && self.slots.len() >= NIL as usize {
+            return Err(AllocError::AddressSpaceExhausted);
+        }
+        let (addr, units) = match self.take_block(want) {
+            Some(found) => found,
+            None => {
+                self.grow()?;
+                self.take_block(want).ok_or(AllocError::OutOfMemory)?
+            }
+        };
+        self.counters.payload += len as u64;
+        self.counters.allocated_units += u64::from(units);
+        self.counters.objects += 1;
+        Ok((self.new_slot(addr, len as u32), addr))
+    }
+
+    /// Allocates an object holding a copy of `data`.
+    ///
+    /// # Errors
+    ///
+    /// As [`alloc`](Self::alloc) with `data.len()`.
+    pub fn alloc_copy(&mut self, data: &[u8]) -> Result<Handle, AllocError> {
+        let (handle, addr) = self.alloc_at(data.len())?;
+        let at = self.byte_offset(addr) + HEADER;
+        self.buf_mut(addr)[at..at + data.len()].copy_from_slice(data);
+        Ok(handle)
+    }
+
+    /// Frees the object; its handle (and every copy of it) becomes stale.
+    ///
+    /// # Errors
+    ///
+    /// [`HandleError::Stale`] for an already freed object (double free) or a forged
+    /// generation, [`HandleError::Unknown`] for an index never issued. Nothing changes then.
+    #[inline]
+    pub fn free(&mut self, handle: Handle) -> Result<(), HandleError> {
+        let (addr, len) = self.locate(&handle)?;
+        let units = self.header(addr).size();
+        self.counters.payload -= len as u64;
+        self.counters.allocated_units -= u64::from(units);
+        self.counters.objects -= 1;
+        self.release_slot(handle.index);
+        self.free_block(addr);
+        Ok(())
+    }
+
+    /// The object's bytes (exactly its length).
+    ///
+    /// # Errors
+    ///
+    /// [`HandleError`] for a stale or unknown handle.
+    #[inline]
+    pub fn get(&self, handle: &Handle) -> Result<&[u8], HandleError> {
+        let (addr, len) = self.locate(handle)?;
+        let at = self.byte_offset(addr) + HEADER;
+        Ok(&self.buf(addr)[at..at + len])
+    }
+
+    /// The object's bytes, writable.
+    ///
+    /// # Errors
+    ///
+    /// [`HandleError`] for a stale or unknown handle.
+    #[inline]
+    pub fn get_mut(&mut self, handle: &Handle) -> Result<&mut [u8], HandleError> {
+        let (addr, len) = self.locate(handle)?;
+        let at = self.byte_offset(addr) + HEADER;
+        Ok(&mut self.buf_mut(addr)[at..at + len])
+    }
+
+    /// The object's length in bytes.
+    ///
+    /// # Errors
+    ///
+    /// [`HandleError`] for a stale or unknown handle.
+    #[inline]
+    #[allow(clippy::len_without_is_empty)]
+    pub fn len(&self, handle: &Handle) -> Result<usize, HandleError> {
+        self.locate(handle).map(|(_, len)| len)
+    }
+
+    /// Whether `handle` names a live object of this pool.
+    pub fn contains(&self, handle: &Handle) -> bool {
+        self.locate(handle).is_ok()
+    }
+
+    /// A snapshot of the pool's memory use.
+    pub fn stats(&self) -> PoolStats {
+        let c = &self.counters;
+        let metadata = self.slots.capacity() * core::mem::size_of::<Slot>()
+            + self.chunks.capacity() * core::mem::size_of::<Option<S::Chunk>>()
+            + self.spare_chunks.capacity() * 4;
+        PoolStats {
+            payload_bytes: c.payload,
+            allocated_bytes: c.allocated_units * UNIT as u64,
+            held_bytes: c.chunks_held * self.chunk_size as u64,
+            objects: c.objects,
+            chunks_held: c.chunks_held,
+            chunk_size: self.chunk_size as u64,
+            chunks_acquired: c.chunks_acquired,
+            pages_released: c.pages_released,
+            pages_compacted: c.pages_compacted,
+            objects_moved: c.objects_moved,
+            metadata_bytes: metadata as u64,
+        }
+    }
+
+    // ---- handles -------------------------------------------------------------------------
+
+    /// The live object's address and length.
+    #[inline]
+    pub(crate) fn locate(&self, handle: &Handle) -> Result<(u32, usize), HandleError> {
+        let slot = self.slots.get(handle.index as usize).ok_or(HandleError::Unknown)?;
+        if slot.len == 0 || slot.generation != handle.generation {
+            return Err(HandleError::Stale);
+        }
+        Ok((slot.addr, slot.len as usize))
+    }
+
+    fn new_slot(&mut self, addr: u32, len: u32) -> Handle {
+        let index = self.free_slot;
+        if index == NIL {
+            let index = self.slots.len() as u32;
+            self.slots.push(Slot { generation: 1, addr, len });
+            return Handle { index, generation: 1 };
+        }
+        let slot = &mut self.slots[index as usize];
+        self.free_slot = slot.addr;
+        *slot = Slot { generation: slot.generation, addr, len };
+        Handle { index, generation: slot.generation }
+    }
+
+    fn release_slot(&mut self, index: u32) {
+        let slot = &mut self.slots[index as usize];
+        slot.generation = slot.generation.wrapping_add(1);
+        slot.len = 0;
+        slot.addr = self.free_slot;
+        self.free_slot = index;
+    }
+
+    // ---- chunk memory --------------------------------------------------------------------
+
+    #[inline]
+    pub(crate) fn byte_offset(&self, addr: u32) -> usize {
+        ((addr & (self.chunk_units - 1)) as usize) * UNIT
+    }
+
+    #[inline]
+    pub(crate) fn buf(&self, addr: u32) -> &[u8] {
+        match &self.chunks[(addr >> self.shift) as usize] {
+            Some(buf) => buf,
+            None => unreachable!("address in a released chunk"),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn buf_mut(&mut self, addr: u32) -> &mut [u8] {
+        match &mut self.chunks[(addr >> self.shift) as usize] {
+            Some(buf) => buf,
+            None => unreachable!("address in a released chunk"),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn header(&self, addr: u32) -> Header {
+        Header::from_bits(read_u32(self.buf(addr), self.byte_offset(addr)))
+    }
+
+    #[inline]
+    pub(crate) fn set_header(&mut self, addr: u32, header: Header) {
+        let at = self.byte_offset(addr);
+        write_u32(self.buf_mut(addr), at, header.bits());
+    }
+
+    #[inline]
+    fn set_link_field(&mut self, addr: u32, field: usize, value: u32) {
+        let at = self.byte_offset(addr) + field;
+        write_u32(self.buf_mut(addr), at, value);
+    }
+
+    // ---- free lists ----------------------------------------------------------------------
+
+    const NEXT: usize = 4;
+    const PREV: usize = 8;
+
+    /// Puts the free block at `addr` of `units` at the head of its class.
+    ///
+    /// Lists are doubly linked except that the head's `prev` field is never read (a block
+    /// is the head iff the class head names it), which saves a write to another block on
+    /// every pop.
+    #[inline]
+    pub(crate) fn link(&mut self, addr: u32, units: u32) {
+        let class = class_of(units);
+        let head = self.classes.heads[class];
+        let at = self.byte_offset(addr);
+        write_u32(self.buf_mut(addr), at + Self::NEXT, head);
+        if head != NIL {
+            self.set_link_field(head, Self::PREV, addr);
+        } else {
+            self.classes.set(class);
+        }
+        self.classes.heads[class] = addr;
+    }
+
+    /// Takes the free block at `addr` of `units` out of its class.
+    #[inline]
+    pub(crate) fn unlink(&mut self, addr: u32, units: u32) {
+        let class = class_of(units);
+        let at = self.byte_offset(addr);
+        let buf = self.buf(addr);
+        let next = read_u32(buf, at + Self::NEXT);
+        if self.classes.heads[class] == addr {
+            self.classes.heads[class] = next;
+            if next == NIL {
+                self.classes.clear(class);
+            }
+            return;
+        }
+        let prev = read_u32(buf, at + Self::PREV);
+        self.set_link_field(prev, Self::NEXT, next);
+        if next != NIL {
+            self.set_link_field(next, Self::PREV, prev);
+        }
+    }
+
+    /// Takes a free block of at least `want` units from the lists, splits off the rest and
+    /// marks it allocated. Returns its address and actual size (a remainder too small to be
+    /// a block stays inside the allocation).
+    #[inline]
+    pub(crate) fn take_block(&mut self, want: u32) -> Option<(u32, u32)> {
+        let class = self.classes.find(want)?;
+        let addr = self.classes.heads[class];
+        let at = self.byte_offset(addr);
+        let last_unit = self.chunk_units;
+        let Some(buf) = self.chunks[(addr >> self.shift) as usize].as_deref_mut() else {
+            unreachable!("listed block in a released chunk")
+        };
+        // Pop the head: only the class head changes (see `link`).
+        let header = Header::from_bits(read_u32(buf, at));
+        let next = read_u32(buf, at + Self::NEXT);
+        self.classes.heads[class] = next;
+        if next == NIL {
+            self.classes.clear(class);
+        }
+        let size = header.size();
+        let rest = size - want;
+        if rest < MIN_UNITS {
+            write_u32(buf, at, Header::new(size, header.prev(), false).bits());
+            return Some((addr, size));
+        }
+        // Split: [want, allocated][rest, free][following block: prev = rest].
+        write_u32(buf, at, Header::new(want, header.prev(), false).bits());
+        let rest_at = at + want as usize * UNIT;
+        write_u32(buf, rest_at, Header::new(rest, want, true).bits());
+        let after = rest_at + rest as usize * UNIT;
+        if after < last_unit as usize * UNIT {
+            let h = Header::from_bits(read_u32(buf, after));
+            write_u32(buf, after, h.with_prev(rest).bits());
+        }
+        self.link(addr + want, rest);
+        Some((addr, want))
+    }
+
+    /// Turns the allocated block at `addr` into a free one, merging both neighbours, and
+    /// gives the chunk back if it became wholly free.
+    #[inline]
+    pub(crate) fn free_block(&mut self, addr: u32) {
+        let at = self.byte_offset(addr);
+        let chunk_bytes = self.chunk_size;
+        let buf = self.buf(addr);
+        let header = Header::from_bits(read_u32(buf, at));
+        let mut size = header.size();
+        let mut prev = header.prev();
+        let end = at + size as usize * UNIT;
+        // Neighbours' headers, read once while the chunk is at hand.
+        let next =
+            if end < chunk_bytes { Header::from_bits(read_u32(buf, end)) } else { Header::new(0, 0, false) };
+        let before = if prev != 0 {
+            Header::from_bits(read_u32(buf, at - prev as usize * UNIT))
+        } else {
+            Header::new(0, 0, false)
+        };
+        let mut start = addr;
+        if next.is_free() {
+            self.unlink(addr + size, next.size());
+            size += next.size();
+        }
+        if before.is_free() {
+            start = addr - prev;
+            self.unlink(start, before.size());
+            size += before.size();
+            prev = before.prev();
+        }
+        if size == self.chunk_units {
+            self.release_chunk(start >> self.shift, false);
+            return;
+        }
+        let start_at = self.byte_offset(start);
+        let buf = self.buf_mut(start);
+        write_u32(buf, start_at, Header::new(size, prev, true).bits());
+        let after = start_at + size as usize * UNIT;
+        if after < chunk_bytes {
+            let h = Header::from_bits(read_u32(buf, after));
+            write_u32(buf, after, h.with_prev(size).bits());
+        }
+        self.link(start, size);
+    }
+
+    /// Acquires a chunk and lists it as one free block.
+    #[cold]
+    fn grow(&mut self) -> Result<(), AllocError> {
+        let id = match self.spare_chunks.last() {
+            Some(&id) => id,
+            None => {
+                let id = self.chunks.len();
+                // Every address of the new chunk must fit in u32 below NIL.
+                if ((id as u64 + 1) << self.shift) > u64::from(NIL) {
+                    return Err(AllocError::AddressSpaceExhausted);
+                }
+                id as u32
+            }
+        };
+        let chunk = self.source.acquire(self.chunk_size).ok_or(AllocError::OutOfMemory)?;
+        if chunk.len() != self.chunk_size {
+            self.source.release(chunk);
+            return Err(AllocError::OutOfMemory);
+        }
+        let entry = Some(chunk);
+        if id as usize == self.chunks.len() {
+            self.chunks.push(entry);
+        } else {
+            self.spare_chunks.pop();
+            self.chunks[id as usize] = entry;
+        }
+        self.counters.chunks_held += 1;
+        self.counters.chunks_acquired += 1;
+        let addr = id << self.shift;
+        self.set_header(addr, Header::new(self.chunk_units, 0, true));
+        self.link(addr, self.chunk_units);
+        Ok(())
+    }
+
+    /// Gives chunk `id` (holding no object and no listed block) back to the source.
+    pub(crate) fn release_chunk(&mut self, id: u32, compacted: bool) {
+        if let Some(buf) = self.chunks[id as usize].take() {
+            self.source.release(buf);
+        }
+        self.spare_chunks.push(id);
+        self.counters.chunks_held -= 1;
+        let pages = self.chunk_size as u64 / PAGE;
+        self.counters.pages_released += pages;
+        if compacted {
+            self.counters.pages_compacted += pages;
+        }
+    }
+}
+
+impl<S: PageSource> Drop for Pool<S> {
+    fn drop(&mut self) {
+        for entry in &mut self.chunks {
+            if let Some(buf) = entry.take() {
+                self.source.release(buf);
+            }
+        }
+    }
+}
