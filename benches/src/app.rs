@@ -1,0 +1,389 @@
+//! The commands behind the command line: what `main.rs` calls once arguments are parsed.
+
+use std::error::Error;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::capture::{self, HeapWorkload};
+use crate::corpus::{self, Corpus};
+use crate::measure::{self, Progress};
+use crate::report::{self, Summary};
+use crate::timing::{self, Timer};
+use crate::{codecs, peers};
+
+/// A boxed error for command results.
+pub type AnyError = Box<dyn Error + Send + Sync>;
+
+/// Options of `run` (and of the default run).
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// Page files to measure; empty means the default corpus (capture + seed workloads).
+    pub corpus_files: Vec<PathBuf>,
+    /// Codec names to keep (all when empty).
+    pub codecs: Vec<String>,
+    /// Print the JSON report on stdout (the human log goes to stderr).
+    pub json: bool,
+    /// Write the SVG plot here.
+    pub plot: Option<PathBuf>,
+    /// Times each page is compressed and decompressed per codec (the minimum is kept).
+    pub reps: usize,
+    /// Subsample every corpus to at most this many pages (0 = no limit).
+    pub max_pages: usize,
+    /// In the default corpus, the child workload to capture (`None`: best available).
+    pub workload: Option<HeapWorkload>,
+    /// In the default corpus, skip capturing a child workload.
+    pub no_capture: bool,
+    /// Show a progress line on a terminal.
+    pub progress: bool,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            corpus_files: Vec::new(),
+            codecs: Vec::new(),
+            json: false,
+            plot: None,
+            reps: 5,
+            max_pages: 6000,
+            workload: None,
+            no_capture: false,
+            progress: true,
+        }
+    }
+}
+
+/// Where the human-readable log goes: stdout, or stderr when stdout carries JSON.
+pub struct Log {
+    to_stderr: bool,
+}
+
+impl Log {
+    /// A log on stderr when `json`, else stdout.
+    pub fn new(json: bool) -> Log {
+        Log { to_stderr: json }
+    }
+
+    /// Writes `text` and a newline.
+    pub fn line(&self, text: impl AsRef<str>) {
+        if self.to_stderr {
+            eprintln!("{}", text.as_ref());
+        } else {
+            println!("{}", text.as_ref());
+            let _ = std::io::stdout().flush();
+        }
+    }
+}
+
+/// Facts about the machine and the run, printed first and kept in the JSON.
+#[derive(Clone, Debug, Serialize)]
+pub struct Machine {
+    /// `model name` from /proc/cpuinfo.
+    pub cpu: String,
+    /// Logical CPUs.
+    pub cpus: usize,
+    /// UTC date and time of the run.
+    pub date: String,
+    /// The timer (clock, calibrated rate, overhead).
+    pub timer: Timer,
+    /// liblzo2 version of the C reference.
+    pub liblzo2: String,
+    /// Load averages when the run started.
+    pub load_before: Option<[f64; 3]>,
+}
+
+impl Machine {
+    /// Collects the facts (the timer must be calibrated already).
+    pub fn collect(timer: &Timer) -> Machine {
+        let cpu = std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|t| {
+                t.lines()
+                    .find(|l| l.starts_with("model name"))
+                    .and_then(|l| l.split(':').nth(1))
+                    .map(str::trim)
+                    .map(String::from)
+            })
+            .unwrap_or_else(|| std::env::consts::ARCH.to_string());
+        Machine {
+            cpu,
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            date: utc_now(),
+            timer: timer.clone(),
+            liblzo2: peers::LibLzo::version(),
+            load_before: timing::load_average(),
+        }
+    }
+
+    /// The header lines.
+    pub fn describe(&self) -> String {
+        format!(
+            "machine: {} ({} CPUs), {}\ntimer: {}\nload average at start: {}",
+            self.cpu,
+            self.cpus,
+            self.date,
+            self.timer.describe(),
+            format_load(self.load_before)
+        )
+    }
+}
+
+fn format_load(load: Option<[f64; 3]>) -> String {
+    load.map_or_else(
+        || "unavailable".into(),
+        |l| format!("{:.2} {:.2} {:.2} (1, 5, 15 min)", l[0], l[1], l[2]),
+    )
+}
+
+/// The current UTC time as `YYYY-MM-DD HH:MM:SS UTC`.
+pub fn utc_now() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm, proleptic Gregorian).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// Corpus description in the JSON report.
+#[derive(Clone, Debug, Serialize)]
+pub struct CorpusInfo {
+    /// Name used in the results.
+    pub name: String,
+    /// Where the pages came from.
+    pub origin: String,
+    /// Pages measured.
+    pub pages: usize,
+}
+
+/// The whole JSON report of a run.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunReport {
+    /// Tool name and version.
+    pub tool: String,
+    /// Machine and timer.
+    pub machine: Machine,
+    /// Repetitions per page per codec (minimum kept).
+    pub reps: usize,
+    /// Streams longer than this count as incompressible.
+    pub incompressible_above_bytes: usize,
+    /// The corpora.
+    pub corpora: Vec<CorpusInfo>,
+    /// One entry per codec per corpus.
+    pub results: Vec<Summary>,
+    /// Load averages when the run ended.
+    pub load_after: Option<[f64; 3]>,
+    /// Wall time of the measuring, seconds.
+    pub seconds: f64,
+}
+
+/// The default corpus: a captured child workload, mmap001 and fillmem.
+pub fn default_corpora(opts: &RunOptions, log: &Log) -> Vec<Corpus> {
+    let mut corpora = Vec::new();
+    if !opts.no_capture {
+        let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("pagebench"));
+        let first = opts.workload.unwrap_or_else(HeapWorkload::best_available);
+        let mut attempts = vec![first];
+        if first != HeapWorkload::BuiltIn {
+            attempts.push(HeapWorkload::BuiltIn);
+        }
+        for workload in attempts {
+            let started = Instant::now();
+            match capture::capture_workload(workload, &exe) {
+                Ok((cap, description)) => {
+                    corpora.push(Corpus {
+                        name: workload.name().to_string(),
+                        origin: format!(
+                            "captured: {description}; {} in {:.1} s",
+                            cap.describe(),
+                            started.elapsed().as_secs_f64()
+                        ),
+                        pages: cap.pages,
+                    });
+                    break;
+                }
+                Err(e) => log.line(format!("note: capturing the {} workload failed: {e}", workload.name())),
+            }
+        }
+    }
+    corpora.push(corpus::mmap001(1024));
+    corpora.push(corpus::fillmem(4));
+    corpora
+}
+
+/// `run`: measure every selected codec on every corpus and report.
+///
+/// # Errors
+///
+/// Unknown codecs, unreadable corpus files, round-trip failures (loud, never a number),
+/// unwritable plot files.
+pub fn run(opts: &RunOptions) -> Result<RunReport, AnyError> {
+    let log = Log::new(opts.json);
+    let mut codecs = codecs::select(&opts.codecs)?;
+    let timer = Timer::new();
+    let machine = Machine::collect(&timer);
+    log.line(format!("pagebench {}", env!("CARGO_PKG_VERSION")));
+    log.line(machine.describe());
+
+    let mut corpora = if opts.corpus_files.is_empty() {
+        default_corpora(opts, &log)
+    } else {
+        opts.corpus_files.iter().map(|p| corpus::read_corpus(p)).collect::<Result<Vec<_>, _>>()?
+    };
+    log.line("corpora (where every page came from):");
+    for c in &mut corpora {
+        c.subsample(opts.max_pages);
+        log.line(format!("  {:<10} {:>6} pages  {}", c.name, c.pages.len(), c.origin));
+    }
+    log.line(format!(
+        "codecs: {} -- each page: every codec in turn (rotating start), {} compressions and {} \
+         decompressions each, minimum kept, every round trip verified",
+        codecs.iter().map(|c| c.name()).collect::<Vec<_>>().join(", "),
+        opts.reps,
+        opts.reps
+    ));
+
+    let started = Instant::now();
+    let mut progress = Progress::new(opts.progress);
+    let mut results = Vec::new();
+    for c in &corpora {
+        let runs = measure::run_corpus(&timer, c, &mut codecs, opts.reps, &mut progress)?;
+        let summaries = report::summarize(&timer, &runs);
+        log.line("");
+        log.line(format!("== {}: {} pages ==", c.name, c.pages.len()));
+        log.line(report::table(&summaries));
+        results.extend(summaries);
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let load_after = timing::load_average();
+    log.line(format!(
+        "measured in {seconds:.1} s; load average at end: {}; ticks are TSC ticks (not core cycles), \
+         overhead subtracted; 'incompr' = refused or > {} bytes",
+        format_load(load_after),
+        measure::INCOMPRESSIBLE_ABOVE
+    ));
+
+    let report = RunReport {
+        tool: format!("pagebench {}", env!("CARGO_PKG_VERSION")),
+        machine,
+        reps: opts.reps,
+        incompressible_above_bytes: measure::INCOMPRESSIBLE_ABOVE,
+        corpora: corpora
+            .iter()
+            .map(|c| CorpusInfo { name: c.name.clone(), origin: c.origin.clone(), pages: c.pages.len() })
+            .collect(),
+        results,
+        load_after,
+        seconds,
+    };
+    if let Some(path) = &opts.plot {
+        let title =
+            format!("pagebench: ratio vs throughput, {} ({})", report.machine.cpu, report.machine.date);
+        std::fs::write(path, report::plot_svg(&report.results, &title))?;
+        log.line(format!("plot written to {}", path.display()));
+    }
+    if opts.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    }
+    Ok(report)
+}
+
+/// Options of `capture`.
+#[derive(Clone, Debug)]
+pub struct CaptureOptions {
+    /// Output page file.
+    pub output: PathBuf,
+    /// Capture this running process.
+    pub pid: Option<i32>,
+    /// Or start this command (with a cleared environment) and capture it once settled.
+    pub command: Vec<String>,
+    /// How long the resident size must hold still before the capture.
+    pub settle: Duration,
+    /// Capture anyway after this long.
+    pub max_wait: Duration,
+}
+
+/// `capture`: write a process's resident anonymous pages to a page file.
+///
+/// # Errors
+///
+/// Neither or both of pid and command, a command that cannot start or exits early, no
+/// access to the process, an unwritable output.
+pub fn capture(opts: &CaptureOptions) -> Result<capture::Capture, AnyError> {
+    let cap = match (opts.pid, opts.command.split_first()) {
+        (Some(pid), None) => capture::capture_pid(pid)?,
+        (None, Some((program, args))) => {
+            let path = capture::find_program(program).ok_or_else(|| format!("{program}: not found"))?;
+            let mut child = capture::spawn_clean(&path, args, true)?;
+            eprintln!(
+                "started {} (pid {}) with a cleared environment; waiting for its heap",
+                child.description,
+                child.pid()
+            );
+            capture::wait_until_settled(&mut child, opts.settle, opts.max_wait)?;
+            capture::capture_pid(child.pid())?
+        }
+        _ => return Err("give either --pid PID or -- COMMAND ARGS...".into()),
+    };
+    corpus::write_pages(&opts.output, &cap.pages)?;
+    println!("{}", cap.describe());
+    println!("{} pages written to {}", cap.pages.len(), opts.output.display());
+    Ok(cap)
+}
+
+/// Reads page files into corpora (helper for commands that take `--corpus`).
+///
+/// # Errors
+///
+/// The first file that cannot be read.
+pub fn read_corpora(files: &[PathBuf]) -> Result<Vec<Corpus>, AnyError> {
+    Ok(files.iter().map(|p: &PathBuf| corpus::read_corpus(Path::new(p))).collect::<Result<Vec<_>, _>>()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_dates_are_formatted() {
+        let now = utc_now();
+        assert_eq!(now.len(), "2026-01-01 00:00:00 UTC".len(), "{now}");
+        assert!(now.starts_with("20"));
+    }
+
+    #[test]
+    fn run_on_a_corpus_file_reports_every_codec() {
+        let dir = std::env::temp_dir().join(format!("pagebench-run-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("mixed.pages");
+        let pages: Vec<_> =
+            pagecodec::testing::PageClass::ALL.iter().map(|&c| pagecodec::testing::generate(c, 1)).collect();
+        corpus::write_pages(&path, &pages).unwrap();
+        let plot = dir.join("p.svg");
+        let opts = RunOptions {
+            corpus_files: vec![path],
+            reps: 1,
+            plot: Some(plot.clone()),
+            progress: false,
+            ..RunOptions::default()
+        };
+        let report = run(&opts).unwrap();
+        assert_eq!(report.results.len(), codecs::names().len());
+        assert!(report.results.iter().all(|r| r.pages == pages.len() && r.corpus == "mixed"));
+        let json = serde_json::to_string(&report).unwrap();
+        let back: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(back["corpora"][0]["pages"], pages.len());
+        assert!(std::fs::read_to_string(&plot).unwrap().contains("</svg>"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,33 @@
+//! `pagebench`: capture real memory pages and compare page compressors on them.
+//!
+//! The library half of the `pagebench` tool, shared by the binary, the criterion benches
+//! and the tests:
+//!
+//! - [`timing`]: fenced TSC reads, calibration, overhead, statistics;
+//! - [`corpus`]: flat page files and the seed workloads' page streams (mmap001, fillmem);
+//! - [`capture`]: reading a process's resident anonymous pages (Linux `/proc`);
+//! - [`peers`]: the codecs users would pick instead of ours, behind `PageCodec`;
+//! - [`codecs`]: every codec by name;
+//! - [`measure`]: the interleaved, verified measuring loop;
+//! - [`report`]: the seed-style table, JSON and the SVG plot;
+//! - [`app`]: the commands `main.rs` dispatches to.
+//!
+//! ```no_run
+//! use pagebench::{codecs, corpus, measure, report, timing::Timer};
+//!
+//! let timer = Timer::new();
+//! let corpus = corpus::fillmem(1);
+//! let mut all = codecs::all();
+//! let runs = measure::run_corpus(&timer, &corpus, &mut all, 3, &mut measure::Progress::new(false))?;
+//! println!("{}", report::table(&report::summarize(&timer, &runs)));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod app;
+pub mod capture;
+pub mod codecs;
+pub mod corpus;
+pub mod measure;
+pub mod peers;
+pub mod report;
+pub mod timing;

@@ -1,0 +1,193 @@
+//! `pagebench` command line: argument parsing only; the work lives in the library.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use pagebench::app::{self, CaptureOptions, RunOptions};
+use pagebench::capture::HeapWorkload;
+
+/// Capture real memory pages and compare page compressors on them, cycle-accurately.
+///
+/// With no command: capture a child workload's heap, generate the seed workloads' pages
+/// (mmap001, fillmem), and measure every codec and peer on them.
+#[derive(Parser, Debug)]
+#[command(name = "pagebench", version, args_conflicts_with_subcommands = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Measure codecs on page files (or the default corpus without --corpus).
+    Run(RunArgs),
+    /// Write a process's resident anonymous pages to a page file.
+    Capture(CaptureArgs),
+    /// The built-in heap workload the default run captures when no python3/node exists.
+    #[command(hide = true)]
+    HeapWorkload {
+        /// File to create once the heap is built.
+        ready: PathBuf,
+    },
+}
+
+#[derive(Args, Debug, Clone)]
+struct RunArgs {
+    /// Flat page files (4096-byte pages back to back) to measure instead of the default corpus.
+    #[arg(long, num_args = 1.., value_name = "FILE")]
+    corpus: Vec<PathBuf>,
+    /// Only these codecs (repeat or comma-separate).
+    #[arg(long, value_delimiter = ',', value_name = "NAME")]
+    codec: Vec<String>,
+    /// Print the JSON report on stdout (the human log goes to stderr).
+    #[arg(long)]
+    json: bool,
+    /// Write an SVG plot: compression ratio vs compress/decompress throughput.
+    #[arg(long, value_name = "FILE.svg")]
+    plot: Option<PathBuf>,
+    /// Compressions and decompressions per page per codec; the minimum is kept.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    reps: u32,
+    /// Subsample each corpus to at most this many pages, evenly spaced (0: all).
+    #[arg(long, default_value_t = 6000)]
+    max_pages: usize,
+    /// Default corpus: the child workload to capture (default: python3, else node, else built-in).
+    #[arg(long, value_enum)]
+    workload: Option<WorkloadArg>,
+    /// Default corpus: skip capturing a child workload.
+    #[arg(long)]
+    no_capture: bool,
+    /// No progress line.
+    #[arg(long)]
+    quiet: bool,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum WorkloadArg {
+    Python,
+    Node,
+    Builtin,
+}
+
+#[derive(Args, Debug)]
+struct CaptureArgs {
+    /// Output page file.
+    #[arg(short, long, value_name = "FILE")]
+    output: PathBuf,
+    /// Capture this running process (it is stopped while read).
+    #[arg(long, conflicts_with = "command")]
+    pid: Option<i32>,
+    /// Wait until the command's resident size holds still this long (ms).
+    #[arg(long, default_value_t = 700)]
+    settle_ms: u64,
+    /// Capture anyway after this many seconds.
+    #[arg(long, default_value_t = 60)]
+    max_wait_secs: u64,
+    /// Start this command with a cleared environment and capture it once its heap is built.
+    #[arg(last = true, value_name = "COMMAND")]
+    command: Vec<String>,
+}
+
+impl RunArgs {
+    fn options(&self) -> RunOptions {
+        RunOptions {
+            corpus_files: self.corpus.clone(),
+            codecs: self.codec.clone(),
+            json: self.json,
+            plot: self.plot.clone(),
+            reps: self.reps as usize,
+            max_pages: self.max_pages,
+            workload: self.workload.map(|w| match w {
+                WorkloadArg::Python => HeapWorkload::Python,
+                WorkloadArg::Node => HeapWorkload::Node,
+                WorkloadArg::Builtin => HeapWorkload::BuiltIn,
+            }),
+            no_capture: self.no_capture,
+            progress: !self.quiet,
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        None => app::run(&cli.run.options()).map(drop),
+        Some(Command::Run(args)) => app::run(&args.options()).map(drop),
+        Some(Command::Capture(args)) => app::capture(&CaptureOptions {
+            output: args.output,
+            pid: args.pid,
+            command: args.command,
+            settle: Duration::from_millis(args.settle_ms),
+            max_wait: Duration::from_secs(args.max_wait_secs),
+        })
+        .map(drop),
+        Some(Command::HeapWorkload { ready }) => {
+            pagebench::capture::run_heap_workload(&ready).map_err(|e| Box::new(e) as app::AnyError)
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("pagebench: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("pagebench").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn no_arguments_is_the_default_run() {
+        let cli = parse(&[]).unwrap();
+        assert!(cli.command.is_none());
+        let o = cli.run.options();
+        assert!(o.corpus_files.is_empty() && o.codecs.is_empty() && !o.json && o.reps == 5);
+    }
+
+    #[test]
+    fn run_flags_parse() {
+        let cli = parse(&[
+            "run", "--corpus", "a.pages", "b.pages", "--codec", "lz4,raw", "--codec", "zstd-1", "--json",
+            "--plot", "x.svg", "--reps", "3",
+        ])
+        .unwrap();
+        let Some(Command::Run(args)) = cli.command else { panic!("not run") };
+        let o = args.options();
+        assert_eq!(o.corpus_files, [PathBuf::from("a.pages"), PathBuf::from("b.pages")]);
+        assert_eq!(o.codecs, ["lz4", "raw", "zstd-1"]);
+        assert!(o.json);
+        assert_eq!(o.plot, Some(PathBuf::from("x.svg")));
+        assert_eq!(o.reps, 3);
+        // Top-level flags work without the subcommand too.
+        assert!(parse(&["--json", "--codec", "lz4"]).unwrap().run.json);
+        assert!(parse(&["--reps", "0"]).is_err());
+    }
+
+    #[test]
+    fn capture_takes_a_pid_or_a_command() {
+        let cli = parse(&["capture", "-o", "out.pages", "--pid", "42"]).unwrap();
+        let Some(Command::Capture(c)) = cli.command else { panic!() };
+        assert_eq!((c.pid, c.output), (Some(42), PathBuf::from("out.pages")));
+        let cli = parse(&["capture", "-o", "o", "--", "python3", "-c", "print(1)"]).unwrap();
+        let Some(Command::Capture(c)) = cli.command else { panic!() };
+        assert_eq!(c.command, ["python3", "-c", "print(1)"]);
+        assert!(parse(&["capture", "-o", "o", "--pid", "1", "--", "x"]).is_err());
+        assert!(parse(&["capture", "--pid", "1"]).is_err(), "output is required");
+    }
+}
