@@ -1,8 +1,9 @@
 //! The safe decompressor: every LZO1X instruction form, LZO-RLE zero runs, typed errors.
 //!
-//! [`decompress`] runs [`fast::decode`](crate::fast) where the target has a fast path and
-//! the reference decoder below otherwise; both give identical results (bytes written and
-//! error) on every input, which the tests check.
+//! [`decompress`] runs the fast decoder (`crate::fast`), which executes the instructions it
+//! can prove safe with wide copies and hands every other case (buffer ends, errors) to the
+//! reference decoder below at an instruction boundary; so both give identical results
+//! (bytes written and error) on every input, which the tests check.
 
 use crate::DecompressError;
 use crate::format::{M4_MARKER, MIN_ZERO_RUN, VERSION_HEADER};
@@ -41,7 +42,7 @@ pub(crate) const MAX_255_COUNT: usize = usize::MAX / 255 - 2;
 ///
 /// A [`DecompressError`] naming what is wrong, as liblzo2's `lzo1x_decompress_safe` would.
 pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<usize, DecompressError> {
-    decompress_reference(src, dst)
+    crate::fast::decompress_fast(src, dst)
 }
 
 /// Where a stream's instructions start and whether zero-run tokens are enabled.
@@ -54,15 +55,45 @@ pub(crate) fn read_header(src: &[u8]) -> (usize, bool) {
 pub(crate) fn decompress_reference(src: &[u8], dst: &mut [u8]) -> Result<usize, DecompressError> {
     let (mut ip, rle) = read_header(src);
     let mut op = 0;
-    let first = *src.get(ip).ok_or(DecompressError::InputOverrun)?;
-    // The number of literals the previous instruction copied: 0, 1..=3, or 4 for "4 or more".
-    let mut state = 0;
-    if first > 17 {
-        ip += 1;
-        let t = usize::from(first - 17);
-        copy_literals(src, &mut ip, dst, &mut op, t)?;
-        state = t.min(4);
+    let state = first_literals(src, &mut ip, dst, &mut op)?;
+    decode_from(src, dst, Position { ip, op, state, rle })
+}
+
+/// Where decoding stands between two instructions.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Position {
+    /// Next input byte.
+    pub(crate) ip: usize,
+    /// Next output byte.
+    pub(crate) op: usize,
+    /// The number of literals the previous instruction copied: 0, 1..=3, or 4 for "4 or more".
+    pub(crate) state: usize,
+    /// Whether zero-run tokens are enabled (bitstream version > 0).
+    pub(crate) rle: bool,
+}
+
+/// Decodes the first byte's literal form (`18..=255`: `byte - 17` literals) if present and
+/// returns the state after it.
+#[inline]
+pub(crate) fn first_literals(
+    src: &[u8],
+    ip: &mut usize,
+    dst: &mut [u8],
+    op: &mut usize,
+) -> Result<usize, DecompressError> {
+    let first = *src.get(*ip).ok_or(DecompressError::InputOverrun)?;
+    if first <= 17 {
+        return Ok(0);
     }
+    *ip += 1;
+    let t = usize::from(first - 17);
+    copy_literals(src, ip, dst, op, t)?;
+    Ok(t.min(4))
+}
+
+/// Decodes instructions from `at` to the end marker with every access checked.
+pub(crate) fn decode_from(src: &[u8], dst: &mut [u8], at: Position) -> Result<usize, DecompressError> {
+    let Position { mut ip, mut op, mut state, rle } = at;
     loop {
         let Some(&opcode) = src.get(ip) else { return Err(DecompressError::EofNotFound) };
         ip += 1;

@@ -32,6 +32,7 @@ extern crate std;
 mod compress;
 mod decompress;
 mod error;
+mod fast;
 mod format;
 
 pub use compress::Compressor;
