@@ -48,7 +48,7 @@ impl Default for RunOptions {
             json: false,
             plot: None,
             reps: 5,
-            max_pages: 6000,
+            max_pages: 25_000,
             workload: None,
             no_capture: false,
             progress: true,

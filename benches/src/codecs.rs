@@ -6,7 +6,12 @@ use crate::peers;
 
 /// Our codecs, in table order.
 pub fn ours() -> Vec<Box<dyn PageCodec>> {
-    vec![Box::new(Raw)]
+    vec![
+        Box::new(Raw),
+        Box::new(wkdm::Wkdm::default()),
+        Box::new(lzokit::Lzo1x::default()),
+        Box::new(lzokit::LzoRle::default()),
+    ]
 }
 
 /// Ours, then every peer.

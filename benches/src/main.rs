@@ -53,7 +53,7 @@ struct RunArgs {
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
     reps: u32,
     /// Subsample each corpus to at most this many pages, evenly spaced (0: all).
-    #[arg(long, default_value_t = 6000)]
+    #[arg(long, default_value_t = 25_000)]
     max_pages: usize,
     /// Default corpus: the child workload to capture (default: python3, else node, else built-in).
     #[arg(long, value_enum)]
