@@ -203,39 +203,90 @@ impl Output<'_> {
         if n <= self.buf.len() - self.pos { Ok(()) } else { Err(CompressError::Incompressible) }
     }
 
-    /// Writes a length field for lengths beyond the opcode's: `(len - max) / 255` zero bytes
-    /// then the remainder (non-zero). The caller reserved room.
+    /// Appends one byte the caller reserved room for.
+    #[inline(always)]
+    fn push(&mut self, b: u8) {
+        debug_assert!(self.pos < self.buf.len());
+        // SAFETY: every caller first `reserve`d room for all the bytes it pushes.
+        unsafe { *self.buf.get_unchecked_mut(self.pos) = b };
+        self.pos += 1;
+    }
+
+    /// Bytes a length field takes for `rest >= 1` beyond the opcode's maximum: `(rest - 1) /
+    /// 255` zero bytes, then the remainder (1..=255).
+    #[inline(always)]
+    const fn extension_len(rest: usize) -> usize {
+        (rest - 1) / 255 + 1
+    }
+
+    /// Writes a length field for `rest >= 1` (see [`extension_len`](Self::extension_len)).
+    /// The caller reserved room.
     #[inline(always)]
     fn extension(&mut self, mut rest: usize) {
         while rest > 255 {
             rest -= 255;
-            self.buf[self.pos] = 0;
-            self.pos += 1;
+            self.push(0);
         }
-        self.buf[self.pos] = rest as u8;
-        self.pos += 1;
+        self.push(rest as u8);
     }
 
-    /// Writes a run of literals after a match, token or at the start of a chunk: 1..=3
-    /// ride in the previous instruction's `S` bits, more get a `0000LLLL` instruction.
+    /// Writes the instruction header for `t >= 1` literals after a match, token or at the
+    /// start of a chunk (1..=3 ride in the previous instruction's `S` bits, more get a
+    /// `0000LLLL` instruction) and checks that the literals fit after it.
     #[inline(always)]
-    fn literals(&mut self, lit: &[u8]) -> Result<(), CompressError> {
-        let t = lit.len();
+    fn literal_header(&mut self, t: usize) -> Result<(), CompressError> {
         if t <= 3 {
             self.reserve(t)?;
-            self.buf[self.pos - self.state_offset] |= t as u8;
+            let at = self.pos - self.state_offset;
+            self.buf[at] |= t as u8;
         } else if t <= 18 {
             self.reserve(1 + t)?;
-            self.buf[self.pos] = (t - 3) as u8;
-            self.pos += 1;
+            self.push((t - 3) as u8);
         } else {
             let rest = t - 18;
-            self.reserve(2 + rest / 255 + t)?;
-            self.buf[self.pos] = 0;
-            self.pos += 1;
+            self.reserve(1 + Self::extension_len(rest) + t)?;
+            self.push(0);
             self.extension(rest);
         }
-        self.buf[self.pos..self.pos + t].copy_from_slice(lit);
+        Ok(())
+    }
+
+    /// Writes a run of literals (see [`literal_header`](Self::literal_header)).
+    #[inline(always)]
+    fn literals(&mut self, lit: &[u8]) -> Result<(), CompressError> {
+        self.literal_header(lit.len())?;
+        self.buf[self.pos..self.pos + lit.len()].copy_from_slice(lit);
+        self.pos += lit.len();
+        Ok(())
+    }
+
+    /// Writes the `t >= 1` literals `src[from..from + t]`, copying 16-byte blocks when the
+    /// output has room for the rounding.
+    ///
+    /// # Safety
+    ///
+    /// `from + t + 16 <= src.len()`.
+    #[inline(always)]
+    unsafe fn literals_wide(&mut self, src: &[u8], from: usize, t: usize) -> Result<(), CompressError> {
+        self.literal_header(t)?;
+        if self.buf.len() - self.pos >= t + 16 {
+            let mut i = 0;
+            while i < t {
+                // SAFETY: i < t, so the 16 bytes read end before from + t + 16 <= src.len()
+                // (the caller's guarantee) and the 16 written before pos + t + 16 <=
+                // buf.len() (checked above); input and output are distinct slices.
+                unsafe {
+                    core::ptr::copy_nonoverlapping(
+                        src.as_ptr().add(from + i),
+                        self.buf.as_mut_ptr().add(self.pos + i),
+                        16,
+                    );
+                }
+                i += 16;
+            }
+        } else {
+            self.buf[self.pos..self.pos + t].copy_from_slice(&src[from..from + t]);
+        }
         self.pos += t;
         Ok(())
     }
@@ -245,40 +296,27 @@ impl Output<'_> {
     fn match_(&mut self, len: usize, dist: usize) -> Result<(), CompressError> {
         if len <= M2_MAX_LEN && dist <= M2_MAX_OFFSET {
             let d = dist - 1;
-            self.put(&[(((len - 1) << 5) | ((d & 7) << 2)) as u8, (d >> 3) as u8])?;
-        } else if dist <= M3_MAX_OFFSET {
-            let d = dist - 1;
-            if len <= M3_MAX_LEN {
-                self.reserve(3)?;
-                self.buf[self.pos] = M3_MARKER | (len - 2) as u8;
-                self.pos += 1;
-            } else {
-                let rest = len - M3_MAX_LEN;
-                self.reserve(4 + rest / 255)?;
-                self.buf[self.pos] = M3_MARKER;
-                self.pos += 1;
-                self.extension(rest);
-            }
-            self.buf[self.pos] = (d << 2) as u8;
-            self.buf[self.pos + 1] = (d >> 6) as u8;
-            self.pos += 2;
+            self.reserve(2)?;
+            self.push((((len - 1) << 5) | ((d & 7) << 2)) as u8);
+            self.push((d >> 3) as u8);
         } else {
-            let d = dist - 0x4000;
-            let high = ((d >> 11) & 8) as u8;
-            if len <= M4_MAX_LEN {
-                self.reserve(3)?;
-                self.buf[self.pos] = M4_MARKER | high | (len - 2) as u8;
-                self.pos += 1;
+            let (marker, max, d) = if dist <= M3_MAX_OFFSET {
+                (M3_MARKER, M3_MAX_LEN, dist - 1)
             } else {
-                let rest = len - M4_MAX_LEN;
-                self.reserve(4 + rest / 255)?;
-                self.buf[self.pos] = M4_MARKER | high;
-                self.pos += 1;
+                let d = dist - 0x4000;
+                (M4_MARKER | ((d >> 11) & 8) as u8, M4_MAX_LEN, d)
+            };
+            if len <= max {
+                self.reserve(3)?;
+                self.push(marker | (len - 2) as u8);
+            } else {
+                let rest = len - max;
+                self.reserve(3 + Self::extension_len(rest))?;
+                self.push(marker);
                 self.extension(rest);
             }
-            self.buf[self.pos] = (d << 2) as u8;
-            self.buf[self.pos + 1] = (d >> 6) as u8;
-            self.pos += 2;
+            self.push((d << 2) as u8);
+            self.push((d >> 6) as u8);
         }
         self.state_offset = 2;
         Ok(())
@@ -294,15 +332,28 @@ impl Output<'_> {
     }
 }
 
+/// The little-endian 32-bit word at `src[i..i + 4]`.
+///
+/// # Safety
+///
+/// `i + 4 <= src.len()`.
 #[inline(always)]
-fn le32(src: &[u8], i: usize) -> u32 {
-    u32::from_le_bytes([src[i], src[i + 1], src[i + 2], src[i + 3]])
+unsafe fn le32(src: &[u8], i: usize) -> u32 {
+    debug_assert!(i + 4 <= src.len());
+    // SAFETY: the caller guarantees the 4 bytes are in bounds; unaligned reads are fine.
+    u32::from_le(unsafe { src.as_ptr().add(i).cast::<u32>().read_unaligned() })
 }
 
+/// The little-endian 64-bit word at `src[i..i + 8]`.
+///
+/// # Safety
+///
+/// `i + 8 <= src.len()`.
 #[inline(always)]
-fn le64(src: &[u8], i: usize) -> u64 {
-    let b: [u8; 8] = src[i..i + 8].try_into().unwrap_or([0; 8]);
-    u64::from_le_bytes(b)
+unsafe fn le64(src: &[u8], i: usize) -> u64 {
+    debug_assert!(i + 8 <= src.len());
+    // SAFETY: the caller guarantees the 8 bytes are in bounds; unaligned reads are fine.
+    u64::from_le(unsafe { src.as_ptr().add(i).cast::<u64>().read_unaligned() })
 }
 
 #[inline(always)]
@@ -334,13 +385,18 @@ fn compress_chunk(
             if ip >= ip_end {
                 break 'literal;
             }
-            let dv = le32(src, ip);
+            // SAFETY (for every le32/le64 below): src.len() == end and ip < ip_end = end - 20;
+            // candidates are earlier positions; the match extension stops reading once
+            // ip + m_len >= ip_end, so it never reads past ip_end + 16 <= end; the zero
+            // scan reads below its limit <= ip_end.
+            let dv = unsafe { le32(src, ip) };
             let mut run = 0;
             let mut m_pos = 0;
             if dv == 0 && format == Format::Rle {
                 let limit = ip_end.min(ip + MAX_ZERO_RUN + 1);
                 let mut ir = ip + 4;
-                while ir + 8 < limit && le64(src, ir) == 0 {
+                // SAFETY: ir + 8 < limit <= end.
+                while ir + 8 < limit && unsafe { le64(src, ir) } == 0 {
                     ir += 8;
                 }
                 while ir < limit && src[ir] == 0 {
@@ -351,7 +407,8 @@ fn compress_chunk(
                 let h = hash(dv);
                 m_pos = start + usize::from(dict[h]);
                 dict[h] = (ip - start) as u16;
-                if dv != le32(src, m_pos) {
+                // SAFETY: m_pos < ip (entries hold earlier positions, or `start`).
+                if dv != unsafe { le32(src, m_pos) } {
                     continue 'literal;
                 }
             }
@@ -359,7 +416,8 @@ fn compress_chunk(
             ii -= pending;
             pending = 0;
             if ip > ii {
-                out.literals(&src[ii..ip])?;
+                // SAFETY: ip + 16 < ip_end + 16 <= end == src.len().
+                unsafe { out.literals_wide(src, ii, ip - ii)? };
             }
             if run > 0 {
                 out.zero_run(run)?;
@@ -369,12 +427,15 @@ fn compress_chunk(
             }
 
             let mut m_len = 4;
-            let mut v = le64(src, ip + m_len) ^ le64(src, m_pos + m_len);
+            // SAFETY: ip + 12 <= ip_end - 8 < end and m_pos < ip.
+            let mut v = unsafe { le64(src, ip + m_len) ^ le64(src, m_pos + m_len) };
             let mut capped = false;
             if v == 0 {
                 loop {
                     m_len += 8;
-                    v = le64(src, ip + m_len) ^ le64(src, m_pos + m_len);
+                    // SAFETY: ip + m_len < ip_end + 8 (the previous round stopped below
+                    // ip_end), so ip + m_len + 8 < end; m_pos < ip.
+                    v = unsafe { le64(src, ip + m_len) ^ le64(src, m_pos + m_len) };
                     if ip + m_len >= ip_end {
                         capped = true;
                         break;
@@ -398,4 +459,47 @@ fn compress_chunk(
         }
     }
     Ok(end - (ii - pending))
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate alloc;
+    use alloc::vec;
+
+    use pagecodec::testing::Rng;
+
+    use super::*;
+    use crate::worst_case_len;
+
+    #[test]
+    fn a_budget_of_exactly_the_stream_length_suffices() {
+        // Covers every literal-run length up to 1200, including the extension lengths
+        // where (run - 18) is a multiple of 255, and long M3 extensions.
+        let mut rng = Rng::new(9);
+        let mut c = Compressor::new();
+        let max = if cfg!(miri) { 40 } else { 1200 };
+        let mut src = vec![0u8; max];
+        rng.fill(&mut src);
+        let mut out = vec![0u8; worst_case_len(max)];
+        for len in 0..max {
+            for rle in [false, true] {
+                let run = |c: &mut Compressor, src: &[u8], out: &mut [u8]| {
+                    if rle { c.compress_rle(src, out) } else { c.compress(src, out) }
+                };
+                let full = run(&mut c, &src[..len], &mut out).unwrap();
+                assert_eq!(run(&mut c, &src[..len], &mut out[..full]), Ok(full), "{len}");
+                assert_eq!(
+                    run(&mut c, &src[..len], &mut out[..full - 1]),
+                    Err(CompressError::Incompressible)
+                );
+            }
+        }
+        // A long match whose extension is exactly 255: M3 length 33 + 255.
+        let mut rep = vec![7u8; 400];
+        rep[..50].copy_from_slice(&src[..50]);
+        for len in 280..=300 {
+            let full = c.compress(&rep[..len], &mut out).unwrap();
+            assert_eq!(c.compress(&rep[..len], &mut out[..full]), Ok(full));
+        }
+    }
 }

@@ -52,6 +52,7 @@ pub(crate) fn read_header(src: &[u8]) -> (usize, bool) {
 }
 
 /// The reference decoder: bounds-checked byte by byte, the specification in code.
+#[cfg(test)]
 pub(crate) fn decompress_reference(src: &[u8], dst: &mut [u8]) -> Result<usize, DecompressError> {
     let (mut ip, rle) = read_header(src);
     let mut op = 0;
