@@ -341,6 +341,83 @@ pub fn capture(opts: &CaptureOptions) -> Result<capture::Capture, AnyError> {
     Ok(cap)
 }
 
+/// The real pages commands other than `run` work on: the given files, or a freshly
+/// captured child workload (falling back to the built-in one).
+///
+/// # Errors
+///
+/// Unreadable files, or no workload could be captured.
+pub fn real_pages(files: &[PathBuf], log: &Log) -> Result<Vec<Corpus>, AnyError> {
+    if !files.is_empty() {
+        return read_corpora(files);
+    }
+    let opts = RunOptions::default();
+    let mut corpora = default_corpora(&opts, log);
+    corpora.retain(|c| c.origin.starts_with("captured"));
+    if corpora.is_empty() {
+        return Err("no real pages: capturing a child workload failed; pass --corpus FILE".into());
+    }
+    Ok(corpora)
+}
+
+/// Options of `alloc`.
+#[derive(Clone, Debug)]
+pub struct AllocOptions {
+    /// Page files whose compressed sizes to use (empty: capture a child workload).
+    pub corpus_files: Vec<PathBuf>,
+    /// Payload MiB when the pool is full (the cold set).
+    pub cold_mb: usize,
+    /// Alloc+free pairs timed, hot and cold.
+    pub pairs: usize,
+    /// JSON on stdout.
+    pub json: bool,
+}
+
+/// `alloc`: xvmalloc and rlsf on the compressed sizes of real pages (LZO and WKdm).
+///
+/// # Errors
+///
+/// No real pages could be read or captured.
+pub fn alloc(opts: &AllocOptions) -> Result<Vec<crate::alloc::AllocReport>, AnyError> {
+    let log = Log::new(opts.json);
+    let timer = Timer::new();
+    let machine = Machine::collect(&timer);
+    log.line(machine.describe());
+    let corpora = real_pages(&opts.corpus_files, &log)?;
+    let pages: Vec<_> = corpora.iter().flat_map(|c| c.pages.iter().cloned()).collect();
+    for c in &corpora {
+        log.line(format!("pages: {} ({} pages) {}", c.name, c.pages.len(), c.origin));
+    }
+    log.line(format!(
+        "object sizes: stream lengths of those pages, same-filled and > {} B pages left out (zram keeps them \
+         as a value / raw); hot = 1000 live objects, cold = {} MiB payload live; {} pairs timed each",
+        measure::INCOMPRESSIBLE_ABOVE,
+        opts.cold_mb,
+        opts.pairs
+    ));
+    let mut reports = Vec::new();
+    let size_sets: [(&str, Box<dyn pagecodec::PageCodec>); 2] =
+        [("lzo", Box::new(lzokit::Lzo1x::default())), ("wkdm", Box::new(wkdm::Wkdm::default()))];
+    for (name, mut codec) in size_sets {
+        let sizes = crate::alloc::object_sizes(codec.as_mut(), &pages);
+        if sizes.is_empty() {
+            return Err(format!("no compressible pages for {name}").into());
+        }
+        reports.extend(crate::alloc::bench_both(&timer, name, &sizes, opts.cold_mb, opts.pairs));
+    }
+    log.line("");
+    log.line(crate::alloc::table(&reports));
+    log.line(format!(
+        "efficiency = payload / bytes held from the page source; pair = free a random live object + \
+         allocate the next size (fenced TSC, overhead subtracted); load average at end: {}",
+        format_load(timing::load_average())
+    ));
+    if opts.json {
+        println!("{}", serde_json::to_string_pretty(&reports)?);
+    }
+    Ok(reports)
+}
+
 /// Reads page files into corpora (helper for commands that take `--corpus`).
 ///
 /// # Errors

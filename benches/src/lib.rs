@@ -10,6 +10,7 @@
 //! - [`codecs`]: every codec by name;
 //! - [`measure`]: the interleaved, verified measuring loop;
 //! - [`report`]: the seed-style table, JSON and the SVG plot;
+//! - [`alloc`]: the allocator benchmark (xvmalloc and rlsf on real compressed sizes);
 //! - [`app`]: the commands `main.rs` dispatches to.
 //!
 //! ```no_run
@@ -23,6 +24,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod alloc;
 pub mod app;
 pub mod capture;
 pub mod codecs;

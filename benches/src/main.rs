@@ -27,6 +27,8 @@ enum Command {
     Run(RunArgs),
     /// Write a process's resident anonymous pages to a page file.
     Capture(CaptureArgs),
+    /// Allocator benchmark: xvmalloc and rlsf on the compressed sizes of real pages.
+    Alloc(AllocArgs),
     /// The built-in heap workload the default run captures when no python3/node exists.
     #[command(hide = true)]
     HeapWorkload {
@@ -92,6 +94,23 @@ struct CaptureArgs {
     command: Vec<String>,
 }
 
+#[derive(Args, Debug)]
+struct AllocArgs {
+    /// Page files whose LZO and WKdm stream sizes become the object sizes (default: capture
+    /// a child workload).
+    #[arg(long, num_args = 1.., value_name = "FILE")]
+    corpus: Vec<PathBuf>,
+    /// Payload MiB live when the pool is full (the cold set).
+    #[arg(long, default_value_t = 100)]
+    cold_mb: usize,
+    /// Alloc+free pairs timed, hot and cold.
+    #[arg(long, default_value_t = 20_000)]
+    pairs: usize,
+    /// JSON on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
 impl RunArgs {
     fn options(&self) -> RunOptions {
         RunOptions {
@@ -123,6 +142,13 @@ fn main() -> ExitCode {
             command: args.command,
             settle: Duration::from_millis(args.settle_ms),
             max_wait: Duration::from_secs(args.max_wait_secs),
+        })
+        .map(drop),
+        Some(Command::Alloc(a)) => app::alloc(&app::AllocOptions {
+            corpus_files: a.corpus,
+            cold_mb: a.cold_mb,
+            pairs: a.pairs,
+            json: a.json,
         })
         .map(drop),
         Some(Command::HeapWorkload { ready }) => {
