@@ -1,0 +1,57 @@
+//! Typed errors.
+
+use core::fmt;
+
+use pagecodec::DecompressError;
+
+/// Why [`store`](crate::PageStore::store) failed. Every page stored before, including an
+/// older page under the same key, is left intact.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// Storing would take the memory in use past the configured limit
+    /// ([`StoreConfig::mem_limit`](crate::StoreConfig::mem_limit)).
+    Full,
+    /// The allocator's page source had no memory.
+    OutOfMemory,
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreError::Full => f.write_str("page store is full (memory limit reached)"),
+            StoreError::OutOfMemory => f.write_str("page source has no memory left"),
+        }
+    }
+}
+
+impl core::error::Error for StoreError {}
+
+/// Why [`load`](crate::PageStore::load) failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum LoadError {
+    /// No page is stored under the key.
+    NotFound,
+    /// The stored stream did not decompress (a codec bug or memory corruption); the
+    /// destination page's contents are unspecified.
+    Corrupt(DecompressError),
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LoadError::NotFound => f.write_str("no page stored under this key"),
+            LoadError::Corrupt(e) => write!(f, "stored page does not decompress: {e}"),
+        }
+    }
+}
+
+impl core::error::Error for LoadError {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        match self {
+            LoadError::Corrupt(e) => Some(e),
+            LoadError::NotFound => None,
+        }
+    }
+}

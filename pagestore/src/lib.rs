@@ -1,0 +1,59 @@
+//! A compressed page store — zram as a library.
+//!
+//! [`PageStore`] takes 4 KiB pages keyed by `u64`, keeps them compressed in memory and
+//! gives them back on demand, with zram's policies:
+//!
+//! - **same-filled pages** (every u64 word equal, zero included) are kept as the value
+//!   alone: no compression, no allocation;
+//! - **pluggable codecs**: any [`PageCodec`](pagecodec::PageCodec), chosen at compile time
+//!   or at run time (`Box<dyn PageCodec>`), or a [`Hybrid`] "try A, fall back to B" whose
+//!   choice is recorded per entry;
+//! - **huge pages**: a page whose stream would exceed the threshold (default 3/4 page) is
+//!   stored raw; the codec gets that budget, so it gives up early;
+//! - **memory limit**: past it `store` returns [`StoreError::Full`] and nothing stored
+//!   changes;
+//! - **statistics**: zram's `mm_stat` ([`MmStat`]) and the seed's per-codec table
+//!   ([`CodecStats`]: sizes, TSC timings with medians, ratio, incompressible pages).
+//!
+//! Streams live in an [`xvmalloc::Pool`]; [`PageStore::compact`] passes through to it.
+//! [`ShardedStore`] (feature `std`) is the thread-safe variant.
+//!
+//! ```
+//! use pagecodec::{Page, PageCodec, Raw};
+//! use pagestore::{Hybrid, PageStore, StoreConfig};
+//!
+//! // Any codec, picked at run time; here the identity codec as both halves of a hybrid.
+//! let codec: Box<dyn PageCodec> = Box::new(Raw);
+//! let mut store = PageStore::with_config(Hybrid::new(codec, Raw, 2048), StoreConfig::default());
+//! store.store(1, &Page::zeroed())?;
+//! let mut page = Page::filled(9);
+//! store.load(1, &mut page)?;
+//! assert_eq!(page, Page::zeroed());
+//! let mm = store.stats().mm;
+//! assert_eq!((mm.orig_data_size, mm.same_pages, mm.mem_used_total), (4096, 1, 0));
+//! # Ok::<(), Box<dyn core::error::Error>>(())
+//! ```
+#![no_std]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+extern crate alloc;
+
+mod codec;
+mod error;
+mod histogram;
+mod shelf;
+mod stats;
+mod store;
+mod timing;
+
+#[cfg(feature = "std")]
+mod sharded;
+
+pub use codec::{EntryCodec, Hybrid};
+pub use error::{LoadError, StoreError};
+#[cfg(feature = "std")]
+pub use sharded::{CodecFactory, SendCodec, ShardedStore};
+pub use stats::{CodecStats, MmStat, StoreStats, Summary};
+pub use store::{PageStore, StoreConfig};
+pub use timing::TimeUnit;
+pub use xvmalloc::{CompactReport, HeapSource, PageSource, PoolStats};

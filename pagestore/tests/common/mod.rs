@@ -1,0 +1,126 @@
+//! Test codecs, pages and sources shared by the integration tests.
+#![allow(dead_code, unreachable_pub)]
+
+use pagecodec::testing::{PageClass, generate};
+use pagecodec::{CompressError, DecompressError, PAGE_SIZE, Page, PageCodec};
+use xvmalloc::{HeapSource, PageSource};
+
+/// Stream = the page up to its last non-zero byte (the rest is zeros).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TrimTrailing;
+
+impl TrimTrailing {
+    pub fn stream_len(page: &Page) -> usize {
+        page.as_bytes().iter().rposition(|&b| b != 0).map_or(0, |i| i + 1)
+    }
+}
+
+impl PageCodec for TrimTrailing {
+    fn name(&self) -> &'static str {
+        "trim-trailing"
+    }
+    fn max_compressed_len(&self) -> usize {
+        PAGE_SIZE
+    }
+    fn compress(&mut self, page: &Page, out: &mut [u8]) -> Result<usize, CompressError> {
+        let n = Self::stream_len(page);
+        let out = out.get_mut(..n).ok_or(CompressError::Incompressible)?;
+        out.copy_from_slice(&page.as_bytes()[..n]);
+        Ok(n)
+    }
+    fn decompress(&mut self, input: &[u8], page: &mut Page) -> Result<(), DecompressError> {
+        if input.len() > PAGE_SIZE {
+            return Err(DecompressError::TrailingInput);
+        }
+        let bytes = page.as_bytes_mut();
+        bytes[..input.len()].copy_from_slice(input);
+        bytes[input.len()..].fill(0);
+        Ok(())
+    }
+}
+
+/// Stream = the page from its first non-zero byte (what precedes is zeros).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TrimLeading;
+
+impl TrimLeading {
+    pub fn stream_len(page: &Page) -> usize {
+        page.as_bytes().iter().position(|&b| b != 0).map_or(0, |i| PAGE_SIZE - i)
+    }
+}
+
+impl PageCodec for TrimLeading {
+    fn name(&self) -> &'static str {
+        "trim-leading"
+    }
+    fn max_compressed_len(&self) -> usize {
+        PAGE_SIZE
+    }
+    fn compress(&mut self, page: &Page, out: &mut [u8]) -> Result<usize, CompressError> {
+        let n = Self::stream_len(page);
+        let out = out.get_mut(..n).ok_or(CompressError::Incompressible)?;
+        out.copy_from_slice(&page.as_bytes()[PAGE_SIZE - n..]);
+        Ok(n)
+    }
+    fn decompress(&mut self, input: &[u8], page: &mut Page) -> Result<(), DecompressError> {
+        if input.len() > PAGE_SIZE {
+            return Err(DecompressError::TrailingInput);
+        }
+        let bytes = page.as_bytes_mut();
+        let zeros = PAGE_SIZE - input.len();
+        bytes[..zeros].fill(0);
+        bytes[zeros..].copy_from_slice(input);
+        Ok(())
+    }
+}
+
+/// A page of one of several shapes: same-filled, mostly zero at the end or start (so the
+/// trim codecs give every size), random (huge), and the pagecodec generator classes.
+pub fn mixed_page(kind: u8, seed: u64) -> Page {
+    let mut rng = pagecodec::testing::Rng::new(seed);
+    let mut page = Page::zeroed();
+    match kind % 6 {
+        0 => page = Page::filled((seed % 3) as u8 * 0x55),
+        1 => {
+            let n = rng.below(PAGE_SIZE as u64) as usize + 1;
+            rng.fill(&mut page.as_bytes_mut()[..n]);
+            page.as_bytes_mut()[0] |= 1;
+        }
+        2 => {
+            let n = rng.below(PAGE_SIZE as u64) as usize + 1;
+            rng.fill(&mut page.as_bytes_mut()[PAGE_SIZE - n..]);
+            page.as_bytes_mut()[PAGE_SIZE - 1] |= 1;
+        }
+        3 => rng.fill(page.as_bytes_mut()),
+        _ => {
+            let class = PageClass::ALL[(seed % PageClass::ALL.len() as u64) as usize];
+            page = generate(class, seed);
+        }
+    }
+    page
+}
+
+/// Fails `acquire` whenever the next bit of `pattern` is set.
+pub struct Flaky {
+    pub inner: HeapSource,
+    pub pattern: u64,
+    pub calls: u32,
+}
+
+impl Flaky {
+    pub fn new(pattern: u64) -> Self {
+        Flaky { inner: HeapSource::new(), pattern, calls: 0 }
+    }
+}
+
+impl PageSource for Flaky {
+    type Chunk = Box<[u8]>;
+    fn acquire(&mut self, size: usize) -> Option<Box<[u8]>> {
+        let fail = self.pattern >> (self.calls % 64) & 1 == 1;
+        self.calls += 1;
+        if fail { None } else { self.inner.acquire(size) }
+    }
+    fn release(&mut self, chunk: Box<[u8]>) {
+        self.inner.release(chunk)
+    }
+}
