@@ -385,10 +385,11 @@ fn compress_chunk(
             if ip >= ip_end {
                 break 'literal;
             }
-            // SAFETY (for every le32/le64 below): src.len() == end and ip < ip_end = end - 20;
+            // Bounds for every read below: src.len() == end and ip < ip_end = end - 20;
             // candidates are earlier positions; the match extension stops reading once
             // ip + m_len >= ip_end, so it never reads past ip_end + 16 <= end; the zero
             // scan reads below its limit <= ip_end.
+            // SAFETY: ip + 4 < ip_end <= end.
             let dv = unsafe { le32(src, ip) };
             let mut run = 0;
             let mut m_pos = 0;

@@ -16,11 +16,14 @@ use crate::format::MIN_ZERO_RUN;
 /// Input bytes required at an instruction's start: opcode, two operand bytes, and a 4-byte
 /// copy of up to 3 trailing literals, with slack for the zero-run token (4 + 4 bytes).
 const IN_MARGIN: usize = 16;
-/// Output bytes required at an instruction's start: a match of up to 8 bytes copied as one
-/// 16-byte block, then a 4-byte literal copy.
-const OUT_MARGIN: usize = 32;
-/// Scratch bytes a wide copy may write past its exact end.
+/// Output bytes required at an instruction's start: a short match (up to 8 bytes) with
+/// `copy_match`'s 32 scratch bytes, then a 4-byte literal copy.
+const OUT_MARGIN: usize = 48;
+/// Scratch bytes a wide literal copy may write past its exact end.
 const SLACK: usize = 16;
+/// Scratch bytes a match copy may write past its exact end (it copies at least 32 bytes
+/// when the distance allows).
+const MATCH_SLACK: usize = 32;
 
 /// Decompresses `src` into `dst`; same contract and results as
 /// [`decompress_reference`](crate::decompress::decompress_reference).
@@ -52,9 +55,9 @@ pub(crate) fn decompress_fast(src: &[u8], dst: &mut [u8]) -> Result<usize, Decom
             if dist > op {
                 break;
             }
-            // SAFETY: 1 <= dist <= op; op + 8 + 4 <= op + OUT_MARGIN <= out_len covers the
-            // 8-byte block (len <= 8) or `copy_match`'s len + 16 <= 24 bytes and the
-            // 4-byte literal copy at op + len; ip + 2 + 4 <= in_len for the literals.
+            // SAFETY: 1 <= dist <= op; op + 8 + 32 <= op + OUT_MARGIN <= out_len covers the
+            // 8-byte block (len <= 8) or `copy_match`'s len + 32 bytes, and the 4-byte
+            // literal copy at op + len; ip + 2 + 4 <= in_len for the literals.
             unsafe {
                 if dist >= 8 {
                     core::ptr::copy_nonoverlapping(d.add(op - dist), d.add(op), 8);
@@ -141,7 +144,7 @@ pub(crate) fn decompress_fast(src: &[u8], dst: &mut [u8]) -> Result<usize, Decom
                 break;
             }
             // SAFETY: p + n + 16 <= in_len and op + n + 16 <= out_len (checked above; the
-            // subtractions cannot underflow: in_len - p >= 16 and out_len - op >= 32), which
+            // subtractions cannot underflow: in_len - p >= 16 and out_len - op >= 48), which
             // covers the rounded-up 16-byte blocks `copy_wide` moves.
             unsafe { copy_wide(s.add(p), d.add(op), n) };
             ip = p + n;
@@ -163,10 +166,10 @@ pub(crate) fn decompress_fast(src: &[u8], dst: &mut [u8]) -> Result<usize, Decom
             after = ip + 2;
         }
         // Look-behind overruns and matches too long for the margin go to the reference.
-        if dist > op || len > out_len - op - SLACK {
+        if dist > op || len > out_len - op - MATCH_SLACK {
             break;
         }
-        // SAFETY: 1 <= dist <= op and op + len + 16 <= out_len (checked above), as
+        // SAFETY: 1 <= dist <= op and op + len + 32 <= out_len (checked above), as
         // `copy_match` requires; then op + len + 4 <= out_len and after + 4 <= in_len
         // (after <= ip + 2 when there was no extension, and `in_len - p >= 6` was checked
         // after one) for the 4-byte literal copy from `src` into `dst`.
@@ -239,28 +242,28 @@ unsafe fn copy_wide(from: *const u8, to: *mut u8, n: usize) {
 }
 
 /// Copies an LZ77 match of `len` bytes from `dist` bytes back, repeating the pattern when
-/// `dist < len`. May write up to 15 scratch bytes past `op + len`.
+/// `dist < len`. May write up to 31 scratch bytes past `op + len`.
 ///
 /// # Safety
 ///
-/// `d` is the start of the output, `1 <= dist <= op`, and `op + len + 16` bytes of it are
+/// `d` is the start of the output, `1 <= dist <= op`, and `op + len + 32` bytes of it are
 /// writable (and the first `op` initialised).
 #[inline(always)]
 unsafe fn copy_match(d: *mut u8, op: usize, dist: usize, len: usize) {
-    // SAFETY: every write is below op + len + 16 and every read at least `dist` (or
+    // SAFETY: every write is below op + len + 32 and every read at least `dist` (or
     // `step >= dist`) bytes before the write it feeds, so inside the output and written.
     unsafe {
         let to = d.add(op);
         let from = to.sub(dist);
         if dist >= 16 {
-            // Blocks of 16 never overlap their source.
-            let mut i = 0;
-            loop {
+            // Blocks of 16 never overlap their source. Most matches are at most 32 bytes:
+            // copy two blocks without a length test.
+            core::ptr::copy_nonoverlapping(from, to, 16);
+            core::ptr::copy_nonoverlapping(from.add(16), to.add(16), 16);
+            let mut i = 32;
+            while i < len {
                 core::ptr::copy_nonoverlapping(from.add(i), to.add(i), 16);
                 i += 16;
-                if i >= len {
-                    break;
-                }
             }
         } else if dist >= 8 {
             let mut i = 0;
