@@ -9,7 +9,8 @@
 use pagecodec::CompressError;
 
 use crate::format::{
-    self, EARLY_ABORT_LIMIT, EARLY_ABORT_WORDS, HEADER_WORDS, LOW_MASK, Layout, MISS, PARTIAL, SPARSE_MAGIC,
+    self, EARLY_ABORT_LIMIT, EARLY_ABORT_WORDS, HEADER_WORDS, LOW_BITS, LOW_MASK, Layout, MISS, PARTIAL,
+    SPARSE_MAGIC, ZERO,
 };
 use crate::scratch::Scratch;
 use crate::{CompressOptions, Compressed};
@@ -80,7 +81,7 @@ pub(crate) fn classify<const W: usize>(
     for (group, bytes) in page.chunks_exact(32).enumerate() {
         for (k, chunk) in bytes.chunks_exact(4).enumerate() {
             let i = 8 * group + k;
-            let w = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+            let w = format::le32(chunk);
             let slot = format::slot(w);
             let d = dict[slot];
             let nonzero = w != 0;
@@ -162,8 +163,14 @@ pub(crate) fn decide(
 }
 
 /// Writes the normal form from classified scratch data; `out` holds at least
-/// `layout.normal_len(c)` bytes (checked by [`decide`]). Returns the stream length.
-pub(crate) fn write_normal<const W: usize>(s: &mut Scratch<W>, c: Counts, out: &mut [u8]) -> usize {
+/// `layout.normal_len(c)` bytes (checked by [`decide`]). `s.tags` holds one tag per word,
+/// or, when `tags_packed`, the packed tags area already. Returns the stream length.
+pub(crate) fn write_normal<const W: usize>(
+    s: &mut Scratch<W>,
+    c: Counts,
+    tags_packed: bool,
+    out: &mut [u8],
+) -> usize {
     let layout = Layout { words: W };
     let len = layout.normal_len(c.misses, c.hits, c.partials);
     let out = &mut out[..len];
@@ -175,9 +182,13 @@ pub(crate) fn write_normal<const W: usize>(s: &mut Scratch<W>, c: Counts, out: &
         dst.copy_from_slice(&v.to_le_bytes());
     }
     let (tags_out, rest) = out[4 * HEADER_WORDS..].split_at_mut(layout.tag_bytes());
-    for (dst, tags) in tags_out.chunks_exact_mut(4).zip(s.tags.chunks_exact(16)) {
-        let tags: &[u8; 16] = tags.try_into().expect("chunks of 16");
-        dst.copy_from_slice(&format::pack_tags(tags).to_le_bytes());
+    if tags_packed {
+        tags_out.copy_from_slice(&s.tags[..layout.tag_bytes()]);
+    } else {
+        for (dst, tags) in tags_out.chunks_exact_mut(4).zip(s.tags.chunks_exact(16)) {
+            let tags: &[u8; 16] = tags.try_into().expect("chunks of 16");
+            dst.copy_from_slice(&format::pack_tags(tags).to_le_bytes());
+        }
     }
     let (miss_out, rest) = rest.split_at_mut(4 * c.misses);
     for (dst, &w) in miss_out.chunks_exact_mut(4).zip(&s.misses[..c.misses]) {
@@ -191,28 +202,77 @@ pub(crate) fn write_normal<const W: usize>(s: &mut Scratch<W>, c: Counts, out: &
         let idx: &[u8; 8] = idx.try_into().expect("chunks of 8");
         dst.copy_from_slice(&format::pack_indices(idx).to_le_bytes());
     }
-    // The last low-bits word may need values past the end of `lows` (p can be W).
-    for (j, dst) in low_out.chunks_exact_mut(4).enumerate() {
+    // Whole groups of 3, then the last word, whose values past `p` are zero padding (and
+    // may lie past the end of `lows`, since p can be W).
+    let whole = c.partials / 3;
+    let (low_full, low_tail) = low_out.split_at_mut(4 * whole);
+    for (dst, v) in low_full.chunks_exact_mut(4).zip(s.lows.chunks_exact(3)) {
+        dst.copy_from_slice(&format::pack_low_bits([v[0], v[1], v[2]]).to_le_bytes());
+    }
+    if !low_tail.is_empty() {
         let value = |k: usize| if k < c.partials { s.lows[k] } else { 0 };
-        let packed = format::pack_low_bits([value(3 * j), value(3 * j + 1), value(3 * j + 2)]);
-        dst.copy_from_slice(&packed.to_le_bytes());
+        let packed = format::pack_low_bits([value(3 * whole), value(3 * whole + 1), 0]);
+        low_tail.copy_from_slice(&packed.to_le_bytes());
     }
     len
 }
 
+/// The tag XNU gives word 0 (the dictionary holds zeros, so it is never EXACT).
+pub(crate) fn first_tag(w: u32) -> u8 {
+    if w == 0 {
+        ZERO
+    } else if w >> LOW_BITS == 0 {
+        PARTIAL
+    } else {
+        MISS
+    }
+}
+
 /// Writes the sparse form: the magic, then (value, byte offset) of each non-zero word.
 /// `out` holds at least `4 + 6 * nonzero` bytes (checked by [`decide`]).
-pub(crate) fn write_sparse(page: &[u8], tags: &[u8], out: &mut [u8]) -> usize {
+pub(crate) fn write_sparse(page: &[u8], out: &mut [u8]) -> usize {
     out[..4].copy_from_slice(&SPARSE_MAGIC.to_le_bytes());
     let mut at = 4;
-    for (i, &tag) in tags.iter().enumerate() {
-        if tag != 0 {
-            out[at..at + 4].copy_from_slice(&page[4 * i..4 * i + 4]);
+    for (i, word) in page.chunks_exact(4).enumerate() {
+        if word != [0; 4] {
+            out[at..at + 4].copy_from_slice(word);
             out[at + 4..at + 6].copy_from_slice(&((4 * i) as u16).to_le_bytes());
             at += 6;
         }
     }
     at
+}
+
+/// Applies [`decide`] to classified counts and writes the chosen form.
+pub(crate) fn finish<const W: usize>(
+    page: &[u8],
+    s: &mut Scratch<W>,
+    counts: Counts,
+    tags_packed: bool,
+    out: &mut [u8],
+    budget: &Budget,
+    report_same_value: bool,
+) -> Result<Compressed, CompressError> {
+    let layout = Layout { words: W };
+    let first_word = format::read_word(page, 0);
+    match decide(layout, counts, first_word, first_tag(first_word), budget, report_same_value)? {
+        Err(same) => Ok(same),
+        Ok(Form::Sparse) => Ok(Compressed::Stream(write_sparse(page, out))),
+        Ok(Form::Normal) => Ok(Compressed::Stream(write_normal(s, counts, tags_packed, out))),
+    }
+}
+
+/// The budget for one call, or `Incompressible` when the XNU limit cannot even hold the
+/// header and tags.
+pub(crate) fn budget_for<const W: usize>(
+    out: &[u8],
+    options: &CompressOptions,
+) -> Result<Budget, CompressError> {
+    let budget = Budget::new(out.len(), options);
+    if budget.xnu_limit.is_some_and(|limit| limit <= Layout { words: W }.misses_start()) {
+        return Err(CompressError::Incompressible);
+    }
+    Ok(budget)
 }
 
 /// The whole scalar compressor: classify, decide, write.
@@ -223,16 +283,7 @@ pub(crate) fn compress<const W: usize>(
     options: &CompressOptions,
     report_same_value: bool,
 ) -> Result<Compressed, CompressError> {
-    let layout = Layout { words: W };
-    let budget = Budget::new(out.len(), options);
-    if budget.xnu_limit.is_some_and(|limit| limit <= layout.misses_start()) {
-        return Err(CompressError::Incompressible);
-    }
+    let budget = budget_for::<W>(out, options)?;
     let counts = classify::<W>(page, s, &budget)?;
-    let first_word = format::read_word(page, 0);
-    match decide(layout, counts, first_word, s.tags[0], &budget, report_same_value)? {
-        Err(same) => Ok(same),
-        Ok(Form::Sparse) => Ok(Compressed::Stream(write_sparse(page, &s.tags, out))),
-        Ok(Form::Normal) => Ok(Compressed::Stream(write_normal(s, counts, out))),
-    }
+    finish(page, s, counts, false, out, &budget, report_same_value)
 }

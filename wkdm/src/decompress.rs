@@ -77,12 +77,12 @@ pub(crate) fn validate<'a, const W: usize>(
     }
     // Misses: counted above, so m <= W.
     for (dst, src) in s.misses[..m].iter_mut().zip(input[4 * misses_start..].chunks_exact(4)) {
-        *dst = u32::from_le_bytes([src[0], src[1], src[2], src[3]]);
+        *dst = format::le32(src);
     }
     // Indices: 8 per word; h <= W and W is a multiple of 8, so the padded count fits.
     let index_area = &input[4 * index_start..4 * low_start];
     for (dst, src) in s.indices.chunks_exact_mut(8).zip(index_area.chunks_exact(4)) {
-        dst.copy_from_slice(&format::unpack_indices(u32::from_le_bytes([src[0], src[1], src[2], src[3]])));
+        dst.copy_from_slice(&format::unpack_indices(format::le32(src)));
     }
     if s.indices[h..h.div_ceil(8) * 8].iter().any(|&i| i != 0) {
         return Err(DecompressError::corrupt("index padding is not zero"));
@@ -90,7 +90,7 @@ pub(crate) fn validate<'a, const W: usize>(
     // Low bits: 3 per word; the last word may hold up to 2 padding values past W.
     let low_area = &input[4 * low_start..4 * end];
     for (j, src) in low_area.chunks_exact(4).enumerate() {
-        let word = u32::from_le_bytes([src[0], src[1], src[2], src[3]]);
+        let word = format::le32(src);
         if word >> 30 != 0 {
             return Err(DecompressError::corrupt("low-bits word has bits 30-31 set"));
         }
@@ -115,10 +115,7 @@ pub(crate) fn expand<const W: usize>(v: Validated<'_>, s: &Scratch<W>, preload: 
     let (mut hi, mut pi, mut mi) = (0usize, 0usize, 0usize);
     let mut tags = [0u8; 16];
     for (tag_word, out) in v.tags.chunks_exact(4).zip(page.chunks_exact_mut(64)) {
-        format::unpack_tags(
-            u32::from_le_bytes([tag_word[0], tag_word[1], tag_word[2], tag_word[3]]),
-            &mut tags,
-        );
+        format::unpack_tags(format::le32(tag_word), &mut tags);
         for (&tag, dst) in tags.iter().zip(out.chunks_exact_mut(4)) {
             let tag = tag & 3;
             // The counters never pass the validated counts, and a counter equal to W is

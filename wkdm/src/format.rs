@@ -122,9 +122,30 @@ impl Layout {
 /// byte `k % 4` at bit shift `2 * (k / 4)`. Each tag must be < 4.
 #[inline(always)]
 pub(crate) fn pack_tags(tags: &[u8; 16]) -> u32 {
-    let quad =
-        |j: usize| u32::from_le_bytes([tags[4 * j], tags[4 * j + 1], tags[4 * j + 2], tags[4 * j + 3]]);
+    let quad = |j: usize| le32(&tags[4 * j..]);
     quad(0) | (quad(1) << 2) | (quad(2) << 4) | (quad(3) << 6)
+}
+
+/// Packs the tags of 16 words given as two bit masks (bit `k` of `low` / `high` = bit 0 /
+/// bit 1 of tag `k`) into one stream word, the layout of [`pack_tags`]. The SIMD paths get
+/// these masks from vector compares.
+#[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
+#[inline(always)]
+pub(crate) fn tag_word(low: u32, high: u32) -> u32 {
+    // Tag k into bits 2k, 2k+1 (spread each 16-bit mask to the even bits)...
+    let spread = |x: u32| {
+        let x = (x | (x << 8)) & 0x00FF_00FF;
+        let x = (x | (x << 4)) & 0x0F0F_0F0F;
+        let x = (x | (x << 2)) & 0x3333_3333;
+        (x | (x << 1)) & 0x5555_5555
+    };
+    let x = spread(low & 0xFFFF) | (spread(high & 0xFFFF) << 1);
+    // ...then transpose the 4x4 matrix of 2-bit cells: cell (j, r) at 8j + 2r (k = 4j + r)
+    // moves to 8r + 2j, with two delta swaps.
+    let t = (x ^ (x >> 12)) & 0x0000_F0F0;
+    let x = x ^ t ^ (t << 12);
+    let t = (x ^ (x >> 6)) & 0x00CC_00CC;
+    x ^ t ^ (t << 6)
 }
 
 /// The inverse of [`pack_tags`].
@@ -139,8 +160,8 @@ pub(crate) fn unpack_tags(word: u32, tags: &mut [u8; 16]) {
 /// byte `k % 4`, low nibble for `k < 4`, high nibble otherwise. Each index must be < 16.
 #[inline(always)]
 pub(crate) fn pack_indices(indices: &[u8; 8]) -> u32 {
-    let lo = u32::from_le_bytes([indices[0], indices[1], indices[2], indices[3]]);
-    let hi = u32::from_le_bytes([indices[4], indices[5], indices[6], indices[7]]);
+    let lo = le32(&indices[..4]);
+    let hi = le32(&indices[4..]);
     lo | (hi << 4)
 }
 
@@ -164,10 +185,18 @@ pub(crate) fn unpack_low_bits(word: u32) -> [u16; 3] {
     [(word & LOW_MASK) as u16, ((word >> 10) & LOW_MASK) as u16, ((word >> 20) & LOW_MASK) as u16]
 }
 
+/// Reads the little-endian u32 at the start of `bytes` (which holds at least 4 bytes):
+/// one load, unlike `from_le_bytes([b[0], b[1], b[2], b[3]])`, which LLVM may leave as
+/// four byte loads.
+#[inline(always)]
+pub(crate) fn le32(bytes: &[u8]) -> u32 {
+    u32::from_le_bytes(*bytes.first_chunk::<4>().expect("at least 4 bytes"))
+}
+
 /// Reads little-endian word `i` of `bytes` (caller guarantees `4 * i + 4 <= bytes.len()`).
 #[inline(always)]
 pub(crate) fn read_word(bytes: &[u8], i: usize) -> u32 {
-    u32::from_le_bytes([bytes[4 * i], bytes[4 * i + 1], bytes[4 * i + 2], bytes[4 * i + 3]])
+    le32(&bytes[4 * i..])
 }
 
 #[cfg(test)]
@@ -210,6 +239,12 @@ mod tests {
         let mut one = [0u8; 16];
         one[5] = 1;
         assert_eq!(pack_tags(&one), 1 << (8 + 2));
+        for seed in 0..64u32 {
+            let tags: [u8; 16] = core::array::from_fn(|k| ((seed.wrapping_mul(2654435761) >> k) & 3) as u8);
+            let low = (0..16).fold(0, |m, k| m | (u32::from(tags[k] & 1) << k));
+            let high = (0..16).fold(0, |m, k| m | (u32::from(tags[k] >> 1) << k));
+            assert_eq!(tag_word(low, high), pack_tags(&tags));
+        }
         let indices = [1, 2, 3, 4, 5, 6, 7, 15];
         assert_eq!(pack_indices(&indices), 0xF473_6251);
         assert_eq!(unpack_indices(pack_indices(&indices)), indices);

@@ -36,10 +36,16 @@
 #[cfg(feature = "std")]
 extern crate std;
 
+mod arch;
 mod compress;
 mod decompress;
+mod dispatch;
 mod format;
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+mod pipeline;
 mod scratch;
+
+pub use dispatch::{Path, UnavailablePath};
 
 use pagecodec::{CompressError, DecompressError, PAGE_WORDS, Page, PageCodec};
 
@@ -176,6 +182,7 @@ pub enum DictionaryPreload {
 pub struct WkdmCodec<const WORDS: usize> {
     options: CompressOptions,
     preload: DictionaryPreload,
+    path: Path,
     scratch: scratch::Scratch<WORDS>,
 }
 
@@ -192,14 +199,34 @@ impl<const WORDS: usize> WkdmCodec<WORDS> {
     /// The longest stream the compressor can write (any budget): 4368 bytes for 4 KiB.
     pub const MAX_COMPRESSED_LEN: usize = format::Layout { words: WORDS }.max_normal_len();
 
-    /// A codec with default settings (early abort on, no XNU limit, preload 0).
-    pub const fn new() -> Self {
+    /// A codec with default settings (early abort on, no XNU limit, preload 0) on the
+    /// fastest available [`Path`].
+    pub fn new() -> Self {
         const { assert!(WORDS == 1024 || WORDS == 4096, "WKdm pages are 4 KiB or 16 KiB") };
         WkdmCodec {
             options: CompressOptions::new(),
             preload: DictionaryPreload::Zero,
+            path: Path::best(),
             scratch: scratch::Scratch::new(),
         }
+    }
+
+    /// This codec running on `path` (every path writes the same bytes).
+    ///
+    /// # Errors
+    ///
+    /// [`UnavailablePath`] when the path is not compiled in or the CPU lacks it.
+    pub fn with_path(mut self, path: Path) -> Result<Self, UnavailablePath> {
+        if !path.is_available() {
+            return Err(UnavailablePath(path));
+        }
+        self.path = path;
+        Ok(self)
+    }
+
+    /// The implementation path in use.
+    pub const fn path(&self) -> Path {
+        self.path
     }
 
     /// This codec with compressor settings `options`.
@@ -237,7 +264,37 @@ impl<const WORDS: usize> WkdmCodec<WORDS> {
         out: &mut [u8],
     ) -> Result<Compressed, CompressError> {
         const { assert!(N == 4 * WORDS, "page length must be 4 * WORDS bytes") };
-        compress::compress::<WORDS>(page, &mut self.scratch, out, &self.options, true)
+        self.compress_on_path(page, out, true)
+    }
+
+    /// Runs the compressor of `self.path`.
+    fn compress_on_path(
+        &mut self,
+        page: &[u8],
+        out: &mut [u8],
+        report_same_value: bool,
+    ) -> Result<Compressed, CompressError> {
+        let (s, options) = (&mut self.scratch, &self.options);
+        match self.path {
+            #[cfg(target_arch = "x86_64")]
+            Path::Avx2 => pipeline::compress(page, s, out, options, report_same_value, |page, s, abort| {
+                // SAFETY: `self.path` is only ever set to an available path (`new` takes
+                // `Path::best()`, `with_path` checks `is_available`), so AVX2 and BMI2 are
+                // present.
+                unsafe { arch::x86_64::avx2::classify::<WORDS>(page, s, abort) }
+            }),
+            #[cfg(target_arch = "x86_64")]
+            Path::Sse41 => pipeline::compress(page, s, out, options, report_same_value, |page, s, abort| {
+                // SAFETY: as above, SSE4.1, SSSE3 and POPCNT are present.
+                unsafe { arch::x86_64::sse41::classify::<WORDS>(page, s, abort) }
+            }),
+            #[cfg(target_arch = "aarch64")]
+            Path::Neon => pipeline::compress(page, s, out, options, report_same_value, |page, s, abort| {
+                // SAFETY: as above, NEON is present.
+                unsafe { arch::aarch64::neon::classify::<WORDS>(page, s, abort) }
+            }),
+            _ => compress::compress::<WORDS>(page, s, out, options, report_same_value),
+        }
     }
 
     /// Decompresses a normal or sparse stream into a whole page of `4 * WORDS` bytes.
@@ -276,6 +333,7 @@ impl<const WORDS: usize> core::fmt::Debug for WkdmCodec<WORDS> {
             .field("page_bytes", &Self::PAGE_BYTES)
             .field("options", &self.options)
             .field("preload", &self.preload)
+            .field("path", &self.path)
             .finish_non_exhaustive()
     }
 }
@@ -297,8 +355,7 @@ impl PageCodec for WkdmCodec<PAGE_WORDS> {
     }
 
     fn compress(&mut self, page: &Page, out: &mut [u8]) -> Result<usize, CompressError> {
-        match compress::compress::<PAGE_WORDS>(page.as_bytes(), &mut self.scratch, out, &self.options, false)?
-        {
+        match self.compress_on_path(page.as_bytes(), out, false)? {
             Compressed::Stream(n) => Ok(n),
             // Not returned when same-value reports are off.
             Compressed::Zero | Compressed::SingleValue(_) => Err(CompressError::Incompressible),

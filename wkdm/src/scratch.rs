@@ -1,23 +1,73 @@
 //! Fixed working memory shared by the compressor and the decompressor.
 
+use core::ops::{Deref, DerefMut};
+
+/// Elements of slack after each scratch array, so SIMD kernels may store a whole vector
+/// at any position `<= W` without a bounds branch.
+pub(crate) const SLACK: usize = 16;
+
+/// `W` items followed by [`SLACK`] spare ones, contiguous (`repr(C)`, same element type).
+#[derive(Clone)]
+#[repr(C)]
+pub(crate) struct Padded<T: Copy, const W: usize> {
+    items: [T; W],
+    slack: [T; SLACK],
+}
+
+impl<T: Copy, const W: usize> Padded<T, W> {
+    const fn new(zero: T) -> Self {
+        Padded { items: [zero; W], slack: [zero; SLACK] }
+    }
+
+    /// A pointer to item 0 valid for writes of `W + SLACK` items (it is derived from the
+    /// whole struct, whose two arrays are contiguous).
+    #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
+    pub(crate) fn as_mut_ptr(&mut self) -> *mut T {
+        (self as *mut Self).cast::<T>()
+    }
+}
+
+impl<T: Copy, const W: usize> Deref for Padded<T, W> {
+    type Target = [T; W];
+    fn deref(&self) -> &[T; W] {
+        &self.items
+    }
+}
+
+impl<T: Copy, const W: usize> DerefMut for Padded<T, W> {
+    fn deref_mut(&mut self) -> &mut [T; W] {
+        &mut self.items
+    }
+}
+
 /// Per-word scratch arrays for pages of `W` words. It lives in the codec value so neither
 /// direction allocates; one set serves both directions (a codec value does one thing at a
 /// time).
 #[derive(Clone)]
 pub(crate) struct Scratch<const W: usize> {
-    /// One tag (0..4) per word (compressor only).
+    /// One tag (0..4) per word (scalar compressor), or the packed tags area (SIMD paths).
     pub(crate) tags: [u8; W],
     /// Missed words, in page order.
-    pub(crate) misses: [u32; W],
+    pub(crate) misses: Padded<u32, W>,
     /// Dictionary indices (0..16) of EXACT and PARTIAL words, in page order.
-    pub(crate) indices: [u8; W],
+    pub(crate) indices: Padded<u8, W>,
     /// Low 10 bits of PARTIAL words, in page order.
-    pub(crate) lows: [u16; W],
+    pub(crate) lows: Padded<u16, W>,
+    /// SIMD compressor: for each word, the dictionary entry it is compared with (low 32
+    /// bits) and its slot (high 32 bits).
+    #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
+    pub(crate) prev: [u64; W],
 }
 
 impl<const W: usize> Scratch<W> {
     /// Zeroed scratch.
     pub(crate) const fn new() -> Self {
-        Scratch { tags: [0; W], misses: [0; W], indices: [0; W], lows: [0; W] }
+        Scratch {
+            tags: [0; W],
+            misses: Padded::new(0),
+            indices: Padded::new(0),
+            lows: Padded::new(0),
+            prev: [0; W],
+        }
     }
 }

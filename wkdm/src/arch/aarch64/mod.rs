@@ -1,0 +1,3 @@
+//! aarch64 paths.
+
+pub(crate) mod neon;

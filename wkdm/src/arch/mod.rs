@@ -1,0 +1,71 @@
+//! SIMD paths, one module per instruction set, and their availability checks.
+
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod x86_64;
+
+#[cfg(target_arch = "aarch64")]
+pub(crate) mod aarch64;
+
+/// Byte-shuffle controls (`pshufb`, `tbl`) that move the 32-bit lanes selected by a 4-bit mask to the front
+/// (unused bytes zeroed).
+#[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
+pub(crate) static LEFT_PACK_4: [[u8; 16]; 16] = {
+    let mut table = [[0x80u8; 16]; 16];
+    let mut mask = 0;
+    while mask < 16 {
+        let mut out = 0;
+        let mut lane = 0;
+        while lane < 4 {
+            if mask & (1 << lane) != 0 {
+                let mut b = 0;
+                while b < 4 {
+                    table[mask][4 * out + b] = (4 * lane + b) as u8;
+                    b += 1;
+                }
+                out += 1;
+            }
+            lane += 1;
+        }
+        mask += 1;
+    }
+    table
+};
+
+/// Whether the SSE4.1 path can run here.
+pub(crate) fn sse41_available() -> bool {
+    #[cfg(all(target_arch = "x86_64", feature = "std"))]
+    {
+        std::is_x86_feature_detected!("sse4.1")
+            && std::is_x86_feature_detected!("ssse3")
+            && std::is_x86_feature_detected!("popcnt")
+    }
+    #[cfg(all(target_arch = "x86_64", not(feature = "std")))]
+    {
+        cfg!(all(target_feature = "sse4.1", target_feature = "ssse3", target_feature = "popcnt"))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Whether the AVX2 path can run here.
+pub(crate) fn avx2_available() -> bool {
+    #[cfg(all(target_arch = "x86_64", feature = "std"))]
+    {
+        std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("bmi2")
+    }
+    #[cfg(all(target_arch = "x86_64", not(feature = "std")))]
+    {
+        cfg!(all(target_feature = "avx2", target_feature = "bmi2"))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Whether the NEON path can run here (NEON is part of the aarch64 baseline).
+pub(crate) fn neon_available() -> bool {
+    cfg!(all(target_arch = "aarch64", target_feature = "neon", target_endian = "little"))
+}

@@ -1,0 +1,4 @@
+//! x86_64 paths.
+
+pub(crate) mod avx2;
+pub(crate) mod sse41;

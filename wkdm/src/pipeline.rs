@@ -1,0 +1,69 @@
+//! The two-pass compressor of the SIMD paths.
+//!
+//! The dictionary is the only sequential state, and it can be replayed without a
+//! dependency chain: for each word the pass [`recurrence`] records the entry the word is
+//! compared with (`prev`) and then stores the word into its slot, or into a dummy 17th
+//! slot for a zero word, so no store depends on a load. Everything else (tags, indices,
+//! low bits, misses, counts) is data-parallel and done by a per-instruction-set kernel
+//! that left-packs 4 or 8 lanes at a time. The decisions and the stream writer are the
+//! scalar compressor's ([`compress::finish`]), so every path writes the same bytes.
+
+use pagecodec::CompressError;
+
+use crate::compress::{self, Budget, Counts};
+use crate::format::{self, Layout};
+use crate::scratch::Scratch;
+use crate::{CompressOptions, Compressed};
+
+/// The dummy dictionary slot that zero words write to.
+const ZERO_SLOT: usize = 16;
+
+/// Fills `prev[i]` with the dictionary entry word `i` meets (low 32 bits) and the word's
+/// slot (high 32 bits). Entries carry their slot so the kernels need no table lookup.
+pub(crate) fn recurrence<const W: usize>(page: &[u8], prev: &mut [u64; W]) {
+    let mut dict: [u64; 17] = core::array::from_fn(|k| (k as u64 % 16) << 32);
+    for (p, chunk) in prev.iter_mut().zip(page.chunks_exact(4)) {
+        let w = format::le32(chunk);
+        let slot = format::slot(w) & 15;
+        *p = dict[slot];
+        let to = if w == 0 { ZERO_SLOT } else { slot };
+        dict[to] = u64::from(w) | ((slot as u64) << 32);
+    }
+}
+
+/// What a kernel reports for a range of words.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum KernelResult {
+    /// All words classified; the counts.
+    Done(Counts),
+    /// The early abort fired at word 104.
+    EarlyAbort,
+}
+
+/// The two-pass compressor around `kernel`, which classifies `s.prev` against the page
+/// and writes the packed tags (into `s.tags`), misses, indices and low bits.
+pub(crate) fn compress<const W: usize>(
+    page: &[u8],
+    s: &mut Scratch<W>,
+    out: &mut [u8],
+    options: &CompressOptions,
+    report_same_value: bool,
+    kernel: impl FnOnce(&[u8], &mut Scratch<W>, bool) -> KernelResult,
+) -> Result<Compressed, CompressError> {
+    let budget = compress::budget_for::<W>(out, options)?;
+    recurrence::<W>(page, &mut s.prev);
+    let counts = match kernel(page, s, budget.early_abort) {
+        KernelResult::Done(counts) => counts,
+        KernelResult::EarlyAbort => return Err(CompressError::Incompressible),
+    };
+    if budget.exceeded(Layout { words: W }, counts) {
+        return Err(CompressError::Incompressible);
+    }
+    compress::finish(page, s, counts, true, out, &budget, report_same_value)
+}
+
+/// XNU's early-abort verdict for counts after 104 words (for kernels).
+#[inline(always)]
+pub(crate) fn aborts_early(c: Counts) -> bool {
+    Budget { room: 0, xnu_limit: None, early_abort: true }.aborts_early(c)
+}

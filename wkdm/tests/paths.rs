@@ -1,0 +1,154 @@
+//! Every available implementation path writes exactly the scalar reference's bytes and
+//! decodes exactly as it does.
+
+use proptest::prelude::*;
+
+use pagecodec::testing::{check_codec, sample_pages};
+use pagecodec::{Page, PageCodec};
+use wkdm::{CompressOptions, Path, Wkdm, Wkdm16K, XNU_LIMIT_4K};
+
+fn paths() -> Vec<Path> {
+    let paths: Vec<Path> = Path::available().collect();
+    assert_eq!(paths[0], Path::Scalar);
+    paths
+}
+
+/// Compresses with `path` and with the scalar path under several budgets and options and
+/// requires identical results; then decodes with both.
+fn same_as_scalar_4k(path: Path, page: &Page, what: &str) {
+    let configs = [
+        (CompressOptions::new(), 4368),
+        (CompressOptions::new().early_abort(false), 4368),
+        (CompressOptions::new().xnu_limit(Some(XNU_LIMIT_4K)), XNU_LIMIT_4K),
+        (CompressOptions::new().early_abort(false), 1000),
+        (CompressOptions::new(), 40),
+    ];
+    for (options, room) in configs {
+        let mut scalar = Wkdm::new().with_path(Path::Scalar).unwrap().with_options(options);
+        let mut fast = Wkdm::new().with_path(path).unwrap().with_options(options);
+        let (mut a, mut b) = (vec![0u8; room], vec![0u8; room]);
+        let ra = scalar.compress_page(page.as_bytes(), &mut a);
+        let rb = fast.compress_page(page.as_bytes(), &mut b);
+        assert_eq!(ra, rb, "{path}: {what}: {options:?} room {room}");
+        if let Ok(c) = ra {
+            let n = c.stream_len();
+            assert_eq!(a[..n], b[..n], "{path}: {what}: {options:?} room {room}");
+        }
+        let ra = scalar.compress(page, &mut a);
+        let rb = fast.compress(page, &mut b);
+        assert_eq!(ra, rb, "{path}: {what}: PageCodec {options:?} room {room}");
+        if let Ok(n) = ra {
+            assert_eq!(a[..n], b[..n], "{path}: {what}: PageCodec");
+            let (mut pa, mut pb) = (Page::filled(1), Page::filled(2));
+            scalar.decompress(&a[..n], &mut pa).unwrap();
+            fast.decompress(&b[..n], &mut pb).unwrap();
+            assert!(pa == *page && pb == *page, "{path}: {what}: round trip");
+        }
+    }
+}
+
+#[test]
+fn every_path_passes_the_conformance_suite() {
+    for path in paths() {
+        check_codec(&mut Wkdm::new().with_path(path).unwrap());
+    }
+}
+
+#[test]
+fn every_path_matches_scalar_on_every_page_class() {
+    for path in paths() {
+        for sample in sample_pages() {
+            same_as_scalar_4k(path, &sample.page, &sample.label);
+        }
+    }
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn every_path_matches_scalar_on_the_vectors() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/vectors/wkdm");
+    for entry in std::fs::read_dir(dir).expect("vectors") {
+        let file = entry.expect("entry").path();
+        if file.extension().is_some_and(|e| e == "page") {
+            let bytes: [u8; 4096] = std::fs::read(&file).unwrap().try_into().unwrap();
+            for path in paths() {
+                same_as_scalar_4k(path, &Page::from(bytes), &file.display().to_string());
+            }
+        }
+    }
+}
+
+#[test]
+fn unavailable_paths_are_refused() {
+    for path in Path::ALL {
+        let result = Wkdm::new().with_path(path);
+        assert_eq!(result.is_ok(), path.is_available(), "{path}");
+        if let Err(e) = result {
+            assert!(e.to_string().contains(path.name()));
+        }
+    }
+    assert!(Path::best().is_available());
+    assert_eq!(Wkdm::new().path(), Path::best());
+}
+
+fn words(len: usize) -> impl Strategy<Value = Vec<u32>> {
+    (prop::collection::vec(any::<u32>(), 1..24), prop::collection::vec((0u8..5, any::<u16>()), len)).prop_map(
+        |(pool, picks)| {
+            picks
+                .into_iter()
+                .map(|(kind, r)| {
+                    let base = pool[usize::from(r) % pool.len()];
+                    match kind {
+                        0 => 0,
+                        1 => base,
+                        2 => (base & !0x3FF) | u32::from(r & 0x3FF),
+                        3 => u32::from(r) & 0x3FF,
+                        _ => base.rotate_left(u32::from(r % 32)) ^ u32::from(r),
+                    }
+                })
+                .collect()
+        },
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 2 } else { 48 }))]
+
+    #[test]
+    fn random_4k_pages_match(words in words(1024)) {
+        let mut page = Page::zeroed();
+        for (dst, w) in page.words_mut().iter_mut().zip(&words) {
+            *dst = w.to_le();
+        }
+        for path in paths() {
+            same_as_scalar_4k(path, &page, "proptest page");
+        }
+    }
+
+    #[test]
+    fn random_16k_pages_match(words in words(4096), early_abort in any::<bool>()) {
+        let mut page = [0u8; 16384];
+        for (dst, w) in page.chunks_exact_mut(4).zip(&words) {
+            dst.copy_from_slice(&w.to_le_bytes());
+        }
+        let options = CompressOptions::new().early_abort(early_abort);
+        let mut scalar = Wkdm16K::new().with_path(Path::Scalar).unwrap().with_options(options);
+        let mut a = vec![0u8; Wkdm16K::MAX_COMPRESSED_LEN];
+        let ra = scalar.compress_page(&page, &mut a);
+        for path in paths() {
+            let mut fast = Wkdm16K::new().with_path(path).unwrap().with_options(options);
+            let mut b = vec![0u8; Wkdm16K::MAX_COMPRESSED_LEN];
+            let rb = fast.compress_page(&page, &mut b);
+            prop_assert_eq!(ra, rb);
+            if let Ok(c) = rb {
+                let n = c.stream_len();
+                prop_assert_eq!(&a[..n], &b[..n]);
+                if n > 0 {
+                    let mut back = [0u8; 16384];
+                    fast.decompress_page(&b[..n], &mut back).unwrap();
+                    prop_assert!(back == page);
+                }
+            }
+        }
+    }
+}
