@@ -1,6 +1,8 @@
 //! Compaction: move objects out of sparse chunks and give those chunks back.
 //!
-//! One round:
+//! First every fragmented chunk is packed: its objects slide to its start (handles stay
+//! valid, slots are updated) and its free space becomes one block at its end, so the
+//! scattered holes left by frees become blocks any object fits in. Then, one round:
 //! 1. sort the held chunks by allocated units, ascending;
 //! 2. choose as victims the longest prefix whose allocated units fit in 15/16 of the free
 //!    units of the remaining chunks (the targets);
@@ -8,19 +10,20 @@
 //!    targets;
 //! 4. move every object of every victim (victims in order, larger objects first) into a
 //!    best-fit free block of a target, updating its slot: handles stay valid;
-//! 5. release each victim as soon as it is empty; if no target block fits an object, stop,
-//!    and rebuild the free blocks of the victims that still hold objects.
+//! 5. if no target block fits an object, leave that victim's remaining objects in place
+//!    and go on with the next victim; finally release the emptied victims and rebuild the
+//!    free blocks of those that still hold objects.
 //!
 //! Rounds repeat while they release chunks (at most [`MAX_ROUNDS`]). Compaction never
 //! acquires memory from the source, so it cannot fail.
 
 use alloc::vec::Vec;
 
-use crate::block::{HEADER, Header, NIL};
+use crate::block::{HEADER, Header, NIL, UNIT};
 use crate::pool::Pool;
 use crate::{CompactReport, MAX_ALLOC, PageSource};
 
-const MAX_ROUNDS: usize = 8;
+const MAX_ROUNDS: usize = 16;
 
 impl<S: PageSource> Pool<S> {
     /// Moves objects out of sparsely used chunks into the free space of denser ones and
@@ -46,6 +49,7 @@ impl<S: PageSource> Pool<S> {
     /// ```
     pub fn compact(&mut self) -> CompactReport {
         let mut report = CompactReport::default();
+        self.slide_all(&mut report);
         for _ in 0..MAX_ROUNDS {
             let released = self.compact_round(&mut report);
             if released == 0 {
@@ -53,6 +57,66 @@ impl<S: PageSource> Pool<S> {
             }
         }
         report
+    }
+
+    /// Slides the objects of every fragmented chunk to its start, leaving one free block
+    /// at its end: scattered holes become one block any object can use.
+    fn slide_all(&mut self, report: &mut CompactReport) {
+        // Live objects in address order, so each chunk's objects come together, in order.
+        let mut live: Vec<(u32, u32)> = Vec::with_capacity(self.counters.objects as usize);
+        for (index, slot) in self.slots.iter().enumerate() {
+            if slot.len != 0 {
+                live.push((slot.addr, index as u32));
+            }
+        }
+        live.sort_unstable();
+        let mut rest = &live[..];
+        while let Some(&(first, _)) = rest.first() {
+            let id = first >> self.shift;
+            let n = rest.iter().take_while(|&&(addr, _)| addr >> self.shift == id).count();
+            let (objects, tail) = rest.split_at(n);
+            rest = tail;
+            if self.is_packed(id) {
+                continue;
+            }
+            self.unlink_chunk_free_blocks(id);
+            let base = id << self.shift;
+            let (mut to, mut prev) = (0u32, 0u32);
+            for &(addr, index) in objects {
+                let size = self.header(addr).size();
+                if addr != base + to {
+                    let from = self.byte_offset(addr);
+                    let at = to as usize * UNIT;
+                    let len = self.slots[index as usize].len as usize;
+                    self.buf_mut(addr).copy_within(from + HEADER..from + HEADER + len, at + HEADER);
+                    self.slots[index as usize].addr = base + to;
+                    report.objects_moved += 1;
+                    report.bytes_moved += len as u64;
+                    self.counters.objects_moved += 1;
+                }
+                self.set_header(base + to, Header::new(size, prev, false));
+                prev = size;
+                to += size;
+            }
+            if to < self.chunk_units {
+                self.set_header(base + to, Header::new(self.chunk_units - to, prev, true));
+                self.link(base + to, self.chunk_units - to);
+            }
+        }
+    }
+
+    /// Whether chunk `id` has no free block except possibly one at its end.
+    fn is_packed(&self, id: u32) -> bool {
+        let base = id << self.shift;
+        let mut off = 0;
+        while off < self.chunk_units {
+            let h = self.header(base + off);
+            if h.is_free() && off + h.size() < self.chunk_units {
+                return false;
+            }
+            off += h.size();
+        }
+        true
     }
 
     /// One round; returns the chunks it released.
@@ -93,11 +157,18 @@ impl<S: PageSource> Pool<S> {
         moves.sort_unstable();
         let mut released = 0;
         let mut scratch = [0u8; MAX_ALLOC];
+        // A victim whose object finds no room keeps the rest of its objects (larger ones
+        // come first, so little is moved in vain); the next victims still get their turn.
+        let mut stuck = NIL;
         for &(r, _, index) in &moves {
-            if !self.move_object(index, &mut scratch, report) {
-                break;
+            if r == stuck {
+                continue;
             }
-            left[r as usize] -= 1;
+            if self.move_object(index, &mut scratch, report) {
+                left[r as usize] -= 1;
+            } else {
+                stuck = r;
+            }
         }
         // Release emptied victims, rebuild the rest.
         for (r, &(_, id)) in held[..victims].iter().enumerate() {
