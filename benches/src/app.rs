@@ -418,6 +418,94 @@ pub fn alloc(opts: &AllocOptions) -> Result<Vec<crate::alloc::AllocReport>, AnyE
     Ok(reports)
 }
 
+/// Options of `simulate`.
+#[derive(Clone, Debug)]
+pub struct SimulateOptions {
+    /// The workload.
+    pub workload: crate::simulate::Workload,
+    /// Simulated RAM in MiB.
+    pub ram_mb: usize,
+    /// The store's codec (`hybrid` or any codec name).
+    pub codec: String,
+    /// JSON on stdout.
+    pub json: bool,
+}
+
+/// `simulate`: replay a seed workload over an LRU "RAM" and a compressed page store.
+///
+/// # Errors
+///
+/// An unknown codec, or a page the store lost or corrupted.
+pub fn simulate(opts: &SimulateOptions) -> Result<crate::simulate::SimReport, AnyError> {
+    use crate::simulate::simulate;
+    let log = Log::new(opts.json);
+    let timer = Timer::new();
+    log.line(Machine::collect(&timer).describe());
+    if opts.ram_mb == 0 {
+        return Err("--ram-mb must be at least 1".into());
+    }
+    let started = Instant::now();
+    let report = if opts.codec == "hybrid" {
+        simulate(codecs::hybrid(), opts.workload, opts.ram_mb, &timer)
+    } else {
+        let codec = codecs::by_name(&opts.codec).ok_or_else(|| {
+            format!("unknown codec {:?}; known: hybrid, {}", opts.codec, codecs::names().join(", "))
+        })?;
+        simulate(codec, opts.workload, opts.ram_mb, &timer)
+    }?;
+    log.line(report.render());
+    log.line(format!(
+        "replayed in {:.2} s (simulated RAM is an LRU of {} pages; store/load ticks are fenced TSC around the calls)",
+        started.elapsed().as_secs_f64(),
+        opts.ram_mb * 256
+    ));
+    if opts.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    }
+    Ok(report)
+}
+
+/// Options of `store`.
+#[derive(Clone, Debug)]
+pub struct StoreOptions {
+    /// Page files (empty: capture a child workload).
+    pub corpus_files: Vec<PathBuf>,
+    /// Codecs (`hybrid` or any codec name).
+    pub codecs: Vec<String>,
+    /// Subsample to at most this many pages (0: all).
+    pub max_pages: usize,
+    /// JSON on stdout.
+    pub json: bool,
+}
+
+/// `store`: real pages through `pagestore` per codec.
+///
+/// # Errors
+///
+/// No pages, an unknown codec, a lost or corrupted page.
+pub fn store(opts: &StoreOptions) -> Result<Vec<crate::storebench::StoreRow>, AnyError> {
+    let log = Log::new(opts.json);
+    let timer = Timer::new();
+    log.line(Machine::collect(&timer).describe());
+    let mut rows = Vec::new();
+    for mut corpus in real_pages(&opts.corpus_files, &log)? {
+        corpus.subsample(opts.max_pages);
+        log.line(format!("pages: {} ({} pages) {}", corpus.name, corpus.pages.len(), corpus.origin));
+        let r = crate::storebench::bench_stores(&timer, &opts.codecs, &corpus.pages)?;
+        log.line(crate::storebench::table(&r, &timer));
+        rows.extend(r);
+    }
+    log.line(format!(
+        "ratio = input / output over the pages the codec saw; used/orig = mem_used_total / orig_data_size; \
+         store/load = TSC ticks per call (median, p99, max), every page verified; load average: {}",
+        format_load(timing::load_average())
+    ));
+    if opts.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+    }
+    Ok(rows)
+}
+
 /// Reads page files into corpora (helper for commands that take `--corpus`).
 ///
 /// # Errors

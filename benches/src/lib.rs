@@ -11,6 +11,8 @@
 //! - [`measure`]: the interleaved, verified measuring loop;
 //! - [`report`]: the seed-style table, JSON and the SVG plot;
 //! - [`alloc`]: the allocator benchmark (xvmalloc and rlsf on real compressed sizes);
+//! - [`simulate`]: LRU replay of the seed workloads over a `pagestore`;
+//! - [`storebench`]: real pages through `pagestore` (ratio, memory used, store+load ticks);
 //! - [`app`]: the commands `main.rs` dispatches to.
 //!
 //! ```no_run
@@ -32,4 +34,6 @@ pub mod corpus;
 pub mod measure;
 pub mod peers;
 pub mod report;
+pub mod simulate;
+pub mod storebench;
 pub mod timing;

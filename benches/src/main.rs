@@ -29,6 +29,10 @@ enum Command {
     Capture(CaptureArgs),
     /// Allocator benchmark: xvmalloc and rlsf on the compressed sizes of real pages.
     Alloc(AllocArgs),
+    /// Replay a seed workload over an LRU "RAM" and a compressed page store.
+    Simulate(SimulateArgs),
+    /// Real pages through the page store: ratio, memory used, store+load ticks per codec.
+    Store(StoreArgs),
     /// The built-in heap workload the default run captures when no python3/node exists.
     #[command(hide = true)]
     HeapWorkload {
@@ -111,6 +115,38 @@ struct AllocArgs {
     json: bool,
 }
 
+#[derive(Args, Debug)]
+struct SimulateArgs {
+    /// The seed workload to replay.
+    #[arg(long, value_enum)]
+    workload: pagebench::simulate::Workload,
+    /// Simulated RAM in MiB.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    ram_mb: u32,
+    /// The store's codec: hybrid, or any codec of `run` (default lzo-rle, zram's).
+    #[arg(long, default_value = "lzo-rle")]
+    codec: String,
+    /// JSON on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+struct StoreArgs {
+    /// Page files (default: capture a child workload).
+    #[arg(long, num_args = 1.., value_name = "FILE")]
+    corpus: Vec<PathBuf>,
+    /// Codecs to store with (repeat or comma-separate).
+    #[arg(long, value_delimiter = ',', default_value = "wkdm,lzo-rle,hybrid")]
+    codec: Vec<String>,
+    /// Subsample to at most this many pages (0: all).
+    #[arg(long, default_value_t = 0)]
+    max_pages: usize,
+    /// JSON on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
 impl RunArgs {
     fn options(&self) -> RunOptions {
         RunOptions {
@@ -148,6 +184,20 @@ fn main() -> ExitCode {
             corpus_files: a.corpus,
             cold_mb: a.cold_mb,
             pairs: a.pairs,
+            json: a.json,
+        })
+        .map(drop),
+        Some(Command::Simulate(a)) => app::simulate(&app::SimulateOptions {
+            workload: a.workload,
+            ram_mb: a.ram_mb as usize,
+            codec: a.codec,
+            json: a.json,
+        })
+        .map(drop),
+        Some(Command::Store(a)) => app::store(&app::StoreOptions {
+            corpus_files: a.corpus,
+            codecs: a.codec,
+            max_pages: a.max_pages,
             json: a.json,
         })
         .map(drop),
@@ -203,6 +253,24 @@ mod tests {
         // Top-level flags work without the subcommand too.
         assert!(parse(&["--json", "--codec", "lz4"]).unwrap().run.json);
         assert!(parse(&["--reps", "0"]).is_err());
+    }
+
+    #[test]
+    fn simulate_store_and_alloc_parse() {
+        let cli = parse(&["simulate", "--workload", "fillmem", "--ram-mb", "16"]).unwrap();
+        let Some(Command::Simulate(a)) = cli.command else { panic!() };
+        assert_eq!(
+            (a.workload, a.ram_mb, a.codec.as_str()),
+            (pagebench::simulate::Workload::Fillmem, 16, "lzo-rle")
+        );
+        assert!(parse(&["simulate", "--workload", "nope", "--ram-mb", "16"]).is_err());
+        assert!(parse(&["simulate", "--workload", "memload", "--ram-mb", "0"]).is_err());
+        let cli = parse(&["store", "--corpus", "x.pages"]).unwrap();
+        let Some(Command::Store(a)) = cli.command else { panic!() };
+        assert_eq!(a.codec, ["wkdm", "lzo-rle", "hybrid"]);
+        let cli = parse(&["alloc", "--cold-mb", "10"]).unwrap();
+        let Some(Command::Alloc(a)) = cli.command else { panic!() };
+        assert_eq!((a.cold_mb, a.pairs), (10, 20_000));
     }
 
     #[test]
