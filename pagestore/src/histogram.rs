@@ -102,7 +102,7 @@ mod tests {
     #[test]
     fn buckets_are_monotonic_and_tight() {
         let mut last = 0;
-        for v in (0..100_000u64).chain([1 << 39, (1 << 41) - 1, u64::MAX]) {
+        for v in (0..if cfg!(miri) { 2_000u64 } else { 100_000 }).chain([1 << 39, (1 << 41) - 1, u64::MAX]) {
             let b = bucket_of(v);
             assert!(b >= last && b < BUCKETS, "{v}");
             last = b;

@@ -6,14 +6,14 @@
 pub enum TimeUnit {
     /// x86_64 time-stamp counter ticks (fenced `lfence; rdtsc; lfence`); not core cycles.
     TscTicks,
-    /// Wall-clock nanoseconds (`std::time::Instant`), off x86_64.
+    /// Wall-clock nanoseconds (`std::time::Instant`), off x86_64 (and under Miri).
     Nanoseconds,
     /// No clock (timing switched off, or `no_std` off x86_64).
     None,
 }
 
 /// The unit this build measures in when timing is on.
-pub(crate) const CLOCK_UNIT: TimeUnit = if cfg!(target_arch = "x86_64") {
+pub(crate) const CLOCK_UNIT: TimeUnit = if cfg!(all(target_arch = "x86_64", not(miri))) {
     TimeUnit::TscTicks
 } else if cfg!(feature = "std") {
     TimeUnit::Nanoseconds
@@ -24,7 +24,7 @@ pub(crate) const CLOCK_UNIT: TimeUnit = if cfg!(target_arch = "x86_64") {
 /// A timestamp in [`CLOCK_UNIT`].
 #[inline]
 pub(crate) fn now() -> u64 {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
     {
         use core::arch::x86_64::{_mm_lfence, _rdtsc};
         // SAFETY: `lfence` needs SSE2 and `rdtsc` nothing: both are part of the x86_64
@@ -37,13 +37,13 @@ pub(crate) fn now() -> u64 {
             t
         }
     }
-    #[cfg(all(not(target_arch = "x86_64"), feature = "std"))]
+    #[cfg(all(any(not(target_arch = "x86_64"), miri), feature = "std"))]
     {
         extern crate std;
         static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
         EPOCH.get_or_init(std::time::Instant::now).elapsed().as_nanos() as u64
     }
-    #[cfg(all(not(target_arch = "x86_64"), not(feature = "std")))]
+    #[cfg(all(any(not(target_arch = "x86_64"), miri), not(feature = "std")))]
     {
         0
     }

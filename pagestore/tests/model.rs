@@ -117,7 +117,12 @@ const CASES: u32 = if cfg!(miri) { 2 } else { 48 };
 const OPS: usize = if cfg!(miri) { 10 } else { 120 };
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(CASES))]
+    #![proptest_config(ProptestConfig {
+        cases: CASES,
+        // Miri isolates the file system: no failure persistence there.
+        failure_persistence: if cfg!(miri) { None } else { ProptestConfig::default().failure_persistence },
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn plain_codec_matches_model(ops in prop::collection::vec(op(), 1..OPS)) {

@@ -181,7 +181,7 @@ fn seed_table_and_timing_switch() {
     assert!((t.incompressible_share() - 0.25).abs() < 1e-9);
     assert_eq!(t.compress_time.count, 4, "huge attempts are timed too");
     assert_eq!(t.decompress_time.count, 3, "only compressed pages are decoded");
-    if cfg!(target_arch = "x86_64") {
+    if cfg!(all(target_arch = "x86_64", not(miri))) {
         assert_eq!(t.time_unit, TimeUnit::TscTicks);
         assert!(
             t.compress_time.max >= t.compress_time.median && t.compress_time.median >= t.compress_time.min

@@ -105,7 +105,7 @@ fn empty_chunks_go_back_at_once_and_merging_restores_whole_chunks() {
 #[test]
 fn compaction_keeps_handles_and_meets_the_density_target() {
     // Sizes spread like compressed pages (100..3500 bytes).
-    let n = if cfg!(miri) { 200 } else { 20_000 };
+    let n = if cfg!(miri) { 60 } else { 20_000 };
     let mut pool = Pool::new(HeapSource::new());
     let mut rng = 0x1234_5678_9ABC_DEF1u64;
     let mut next = || {

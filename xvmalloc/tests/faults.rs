@@ -36,7 +36,12 @@ impl PageSource for Flaky {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 2 } else { 64 }))]
+    #![proptest_config(ProptestConfig {
+        cases: if cfg!(miri) { 2 } else { 64 },
+        // Miri isolates the file system: no failure persistence there.
+        failure_persistence: if cfg!(miri) { None } else { ProptestConfig::default().failure_persistence },
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn failed_acquires_change_nothing(

@@ -102,7 +102,12 @@ fn run(chunk: usize, ops: Vec<Op>) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 2 } else { 128 }))]
+    #![proptest_config(ProptestConfig {
+        cases: if cfg!(miri) { 2 } else { 128 },
+        // Miri isolates the file system: no failure persistence there.
+        failure_persistence: if cfg!(miri) { None } else { ProptestConfig::default().failure_persistence },
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn pool_matches_model_16k(ops in prop::collection::vec(op(), 1..if cfg!(miri) { 20 } else { 300 })) {
