@@ -121,7 +121,9 @@ fn compaction_keeps_handles_and_meets_the_density_target() {
         })
         .collect();
     let full = pool.stats();
-    assert!(full.efficiency() >= 0.96, "full: {full:?}");
+    // The density targets need a realistic pool; Miri runs a tiny one for memory safety.
+    let (full_target, compact_target) = if cfg!(miri) { (0.85, 0.75) } else { (0.96, 0.92) };
+    assert!(full.efficiency() >= full_target, "full: {full:?}");
     for i in (1..live.len()).rev() {
         live.swap(i, (next() % (i as u64 + 1)) as usize);
     }
@@ -132,7 +134,7 @@ fn compaction_keeps_handles_and_meets_the_density_target() {
     let after = pool.stats();
     assert!(report.objects_moved > 0 && report.chunks_released > 0);
     assert_eq!(after.pages_compacted, report.pages_released);
-    assert!(after.efficiency() >= 0.92, "after compact: {after:?}");
+    assert!(after.efficiency() >= compact_target, "after compact: {after:?}");
     pool.validate().unwrap();
     for (h, id, len) in &live {
         assert_eq!(pool.get(h).unwrap(), &common::content(*id, *len)[..]);
