@@ -223,9 +223,9 @@ pub fn plot_svg(summaries: &[Summary], title: &str) -> String {
     let lo = speeds.iter().copied().fold(f64::INFINITY, f64::min).max(1.0);
     let hi = speeds.iter().copied().fold(0.0, f64::max).max(lo * 10.0);
     let (x_lo, x_hi) = (lo.log10().floor(), hi.log10().ceil());
-    let ratio_hi = summaries.iter().map(|r| r.ratio).filter(|r| r.is_finite()).fold(1.0, f64::max);
-    let y_hi = (ratio_hi * 1.1).max(1.5);
-
+    // Ratios span 1x (raw) to hundreds (fillmem): log scale, ticks 1-2-5 per decade.
+    let ratio_hi = summaries.iter().map(|r| r.ratio).filter(|&r| finite(r)).fold(2.0, f64::max);
+    let (y_lo, y_hi) = (0.8f64.log10(), (ratio_hi * 1.3).log10());
     let (panel_w, panel_h, left, top) = (460.0, 360.0, 70.0, 50.0);
     let width = left + 2.0 * (panel_w + 60.0) + 170.0;
     let height = top + panel_h + 70.0;
@@ -248,7 +248,7 @@ pub fn plot_svg(summaries: &[Summary], title: &str) -> String {
     {
         let x0 = left + p as f64 * (panel_w + 60.0);
         let px = |v: f64| x0 + (v.log10() - x_lo) / (x_hi - x_lo) * panel_w;
-        let py = |r: f64| top + panel_h - r / y_hi * panel_h;
+        let py = |r: f64| top + panel_h - (r.max(0.8).log10() - y_lo) / (y_hi - y_lo) * panel_h;
         let _ = writeln!(
             s,
             r##"<rect x="{x0}" y="{top}" width="{panel_w}" height="{panel_h}" fill="none" stroke="#333"/>"##
@@ -263,23 +263,26 @@ pub fn plot_svg(summaries: &[Summary], title: &str) -> String {
                 10f64.powi(e)
             );
         }
-        let step = if y_hi > 8.0 { 2.0 } else { 1.0 };
-        let mut r = 0.0;
-        while r <= y_hi {
-            let y = py(r);
-            let _ = writeln!(
-                s,
-                r##"<line x1="{x0}" y1="{y:.1}" x2="{}" y2="{y:.1}" stroke="#ddd"/><text x="{}" y="{:.1}" text-anchor="end">{r}</text>"##,
-                x0 + panel_w,
-                x0 - 5.0,
-                y + 4.0
-            );
-            r += step;
+        for decade in 0..=(y_hi.ceil() as i32) {
+            for m in [1.0, 2.0, 5.0] {
+                let r = m * 10f64.powi(decade);
+                if r.log10() > y_hi {
+                    continue;
+                }
+                let y = py(r);
+                let _ = writeln!(
+                    s,
+                    r##"<line x1="{x0}" y1="{y:.1}" x2="{}" y2="{y:.1}" stroke="#ddd"/><text x="{}" y="{:.1}" text-anchor="end">{r}</text>"##,
+                    x0 + panel_w,
+                    x0 - 5.0,
+                    y + 4.0
+                );
+            }
         }
         let _ = writeln!(
             s,
             r#"<text x="{}" y="{}" text-anchor="middle">{label}</text>
-<text x="{}" y="{}" text-anchor="middle" transform="rotate(-90 {} {})">compression ratio (original / stored)</text>"#,
+<text x="{}" y="{}" text-anchor="middle" transform="rotate(-90 {} {})">compression ratio (original / stored, log)</text>"#,
             x0 + panel_w / 2.0,
             top + panel_h + 36.0,
             x0 - 40.0,
