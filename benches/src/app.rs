@@ -253,6 +253,12 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, AnyError> {
         opts.reps
     ));
 
+    log.line(format!(
+        "wkdm = the dispatched path ({}); wkdm-<path> = WKdm pinned to another path; hybrid = WKdm, then \
+         LZO when WKdm refuses or reaches {} bytes",
+        wkdm::Path::best().name(),
+        codecs::HYBRID_THRESHOLD
+    ));
     let started = Instant::now();
     let mut progress = Progress::new(opts.progress);
     let mut results = Vec::new();

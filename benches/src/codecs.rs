@@ -49,15 +49,63 @@ impl PageCodec for HybridCodec {
     }
 }
 
-/// Our codecs, in table order.
+/// WKdm pinned to one implementation path (scalar, SSE4.1, AVX2, NEON), so every path
+/// can be measured beside the dispatched one.
+pub struct WkdmPath {
+    codec: wkdm::Wkdm,
+    name: &'static str,
+}
+
+impl WkdmPath {
+    /// WKdm on `path`, or `None` when this CPU or build lacks it.
+    pub fn new(path: wkdm::Path) -> Option<WkdmPath> {
+        let name = match path {
+            wkdm::Path::Scalar => "wkdm-scalar",
+            wkdm::Path::Sse41 => "wkdm-sse4.1",
+            wkdm::Path::Avx2 => "wkdm-avx2",
+            wkdm::Path::Neon => "wkdm-neon",
+            #[allow(unreachable_patterns)]
+            _ => "wkdm-other",
+        };
+        Some(WkdmPath { codec: wkdm::Wkdm::new().with_path(path).ok()?, name })
+    }
+}
+
+impl PageCodec for WkdmPath {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn max_compressed_len(&self) -> usize {
+        self.codec.max_compressed_len()
+    }
+    fn compress(&mut self, page: &Page, out: &mut [u8]) -> Result<usize, CompressError> {
+        self.codec.compress(page, out)
+    }
+    fn decompress(&mut self, input: &[u8], page: &mut Page) -> Result<(), DecompressError> {
+        self.codec.decompress(input, page)
+    }
+}
+
+/// WKdm on every available path other than the one `wkdm` dispatches to (the best).
+pub fn wkdm_other_paths() -> Vec<Box<dyn PageCodec>> {
+    wkdm::Path::available()
+        .filter(|&p| p != wkdm::Path::best())
+        .filter_map(WkdmPath::new)
+        .map(|c| Box::new(c) as Box<dyn PageCodec>)
+        .collect()
+}
+
+/// Our codecs, in table order: `wkdm` is the dispatched (fastest) path, `wkdm-<path>` the
+/// others this CPU has.
 pub fn ours() -> Vec<Box<dyn PageCodec>> {
-    vec![
-        Box::new(Raw),
-        Box::new(wkdm::Wkdm::default()),
+    let mut codecs: Vec<Box<dyn PageCodec>> = vec![Box::new(Raw), Box::new(wkdm::Wkdm::default())];
+    codecs.extend(wkdm_other_paths());
+    codecs.extend::<Vec<Box<dyn PageCodec>>>(vec![
         Box::new(lzokit::Lzo1x::default()),
         Box::new(lzokit::LzoRle::default()),
         Box::new(HybridCodec::default()),
-    ]
+    ]);
+    codecs
 }
 
 /// Ours, then every peer.
@@ -105,5 +153,36 @@ mod tests {
         assert_eq!(select(&[]).unwrap().len(), names.len());
         assert!(select(&["nope".into()]).err().is_some_and(|e| e.contains("known: raw")));
         assert!(by_name("zstd-1").is_some());
+    }
+
+    #[test]
+    fn every_wkdm_path_matches_the_dispatched_stream() {
+        let scalar = WkdmPath::new(wkdm::Path::Scalar).expect("scalar is always there");
+        let mut paths: Vec<Box<dyn PageCodec>> = vec![Box::new(scalar), Box::new(wkdm::Wkdm::default())];
+        paths.extend(wkdm_other_paths());
+        for class in pagecodec::testing::PageClass::ALL {
+            let page = pagecodec::testing::generate(class, 5);
+            let streams: Vec<_> = paths
+                .iter_mut()
+                .map(|c| {
+                    let mut out = vec![0u8; c.max_compressed_len()];
+                    c.compress(&page, &mut out).map(|n| out[..n].to_vec())
+                })
+                .collect();
+            assert!(streams.windows(2).all(|w| w[0] == w[1]), "{}", class.name());
+        }
+    }
+
+    #[test]
+    fn hybrid_adapter_round_trips_both_variants() {
+        let mut h = HybridCodec::default();
+        let mut out = vec![0u8; h.max_compressed_len()];
+        for class in [pagecodec::testing::PageClass::SmallInts, pagecodec::testing::PageClass::Ramp] {
+            let page = pagecodec::testing::generate(class, 2);
+            let n = h.compress(&page, &mut out).unwrap();
+            let mut back = Page::zeroed();
+            h.decompress(&out[..n], &mut back).unwrap();
+            assert_eq!(back, page, "{}", class.name());
+        }
     }
 }
