@@ -332,8 +332,12 @@ mod tests {
             }
         }
         // Short matches at every period 1..=20 and lengths around the block sizes.
-        for period in 1..=20usize {
-            for len in [3usize, 7, 8, 9, 15, 16, 17, 31, 33, 100, 1000] {
+        let periods: &[usize] =
+            if cfg!(miri) { &[1, 2, 7, 8, 16, 17] } else { &[1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 15, 16, 17, 20] };
+        let lens: &[usize] =
+            if cfg!(miri) { &[3, 9, 33, 100] } else { &[3, 7, 8, 9, 15, 16, 17, 31, 33, 100, 1000] };
+        for &period in periods {
+            for &len in lens {
                 let mut src: Vec<u8> = (0..period).map(|i| (i * 37 + 1) as u8).collect();
                 for i in 0..len {
                     src.push(src[i]);

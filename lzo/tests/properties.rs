@@ -30,6 +30,11 @@ fn cases() -> u32 {
     if cfg!(miri) { 2 } else { 48 }
 }
 
+/// `n`, or a small fraction of it under Miri (which interprets every byte operation).
+const fn scaled(n: usize) -> usize {
+    if cfg!(miri) { n / 32 } else { n }
+}
+
 fn compress(rle: bool, src: &[u8]) -> Vec<u8> {
     let mut out = vec![0u8; worst_case_len(src.len())];
     let mut c = Compressor::new();
@@ -42,7 +47,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
 
     #[test]
-    fn round_trips_up_to_64k(src in input(65536), rle in any::<bool>()) {
+    fn round_trips_up_to_64k(src in input(scaled(65536)), rle in any::<bool>()) {
         let stream = compress(rle, &src);
         prop_assert!(stream.len() <= worst_case_len(src.len()));
         let mut back = vec![0xA5u8; src.len() + 7];
@@ -57,7 +62,7 @@ proptest! {
     }
 
     #[test]
-    fn random_bytes_up_to_64k_round_trip(src in prop::collection::vec(any::<u8>(), 0..=65536), rle in any::<bool>()) {
+    fn random_bytes_up_to_64k_round_trip(src in prop::collection::vec(any::<u8>(), 0..=scaled(65536)), rle in any::<bool>()) {
         let stream = compress(rle, &src);
         prop_assert!(stream.len() <= worst_case_len(src.len()));
         let mut back = vec![0u8; src.len()];
@@ -66,7 +71,7 @@ proptest! {
     }
 
     #[test]
-    fn budget_is_exact_and_never_overrun(src in input(9000), rle in any::<bool>(), pick in any::<prop::sample::Index>()) {
+    fn budget_is_exact_and_never_overrun(src in input(scaled(9000)), rle in any::<bool>(), pick in any::<prop::sample::Index>()) {
         let full = compress(rle, &src);
         let budget = pick.index(full.len() + 8);
         let mut buf = vec![0xA5u8; budget + 64];
@@ -82,7 +87,7 @@ proptest! {
     }
 
     #[test]
-    fn every_prefix_fails_and_bit_flips_never_panic(src in input(3000), rle in any::<bool>()) {
+    fn every_prefix_fails_and_bit_flips_never_panic(src in input(scaled(3000)), rle in any::<bool>()) {
         let stream = compress(rle, &src);
         let mut out = vec![0u8; src.len() + 64];
         for len in 0..stream.len() {
@@ -104,7 +109,7 @@ proptest! {
     }
 
     #[test]
-    fn arbitrary_bytes_never_panic(stream in prop::collection::vec(any::<u8>(), 0..2000), cap in 0usize..5000) {
+    fn arbitrary_bytes_never_panic(stream in prop::collection::vec(any::<u8>(), 0..scaled(2000)), cap in 0usize..scaled(5000)) {
         let mut out = vec![0u8; cap];
         if let Ok(n) = decompress(&stream, &mut out) {
             prop_assert!(n <= cap);
@@ -113,6 +118,7 @@ proptest! {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "hundreds of KiB: too slow under Miri")]
 fn long_inputs_cross_chunk_boundaries() {
     // More than one 0xBFFF/0xC000-byte chunk, with matches and zero runs in each.
     for len in [0xBFFE, 0xBFFF, 0xC000, 0xC001, 0xC000 + 20, 0xC000 + 21, 200_000] {
@@ -129,6 +135,7 @@ fn long_inputs_cross_chunk_boundaries() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "33 KiB input: too slow under Miri")]
 fn rle_shortens_ambiguous_m4_matches() {
     // A 300-byte block repeated at distance 0x803F (M4 offset field 0x403F): the match is
     // 261..264 bytes long only if cut there, so build the repeat to be exactly 262 bytes.
