@@ -171,3 +171,31 @@ fn c_and_we_agree_on_truncated_and_damaged_streams() {
         }
     }
 }
+
+#[test]
+fn captured_corpus_pages_both_ways_when_present() {
+    // The captured corpora (`../../corpus/*.pages` beside the repository, not committed)
+    // are used when present: every 16th page, both directions, plus ratio parity.
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../corpus");
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        eprintln!("no corpus at {dir}: skipped");
+        return;
+    };
+    for entry in entries {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "pages") {
+            continue;
+        }
+        let data = std::fs::read(&path).unwrap();
+        let (mut ours_total, mut c_total) = (0usize, 0usize);
+        let mut out = vec![0u8; worst_case_len(4096)];
+        let mut compressor = Compressor::new();
+        for (i, page) in data.chunks_exact(4096).enumerate().step_by(16) {
+            check_both_ways(page, &format!("{} page {i}", path.display()));
+            ours_total += compressor.compress(page, &mut out).unwrap();
+            c_total += c::compress(page).len();
+        }
+        // Ratio within 1% of C lzo1x_1 (the bar).
+        assert!(ours_total * 100 <= c_total * 101, "{}: ours {ours_total} C {c_total}", path.display());
+    }
+}
