@@ -135,18 +135,18 @@ pub fn table(summaries: &[Summary]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{:<10} {:>6} | {:>5} {:>5} {:>7} | {:>6} {:>7} | {:>7} {:>6}",
+        "{:<12} {:>6} | {:>5} {:>5} {:>7} | {:>6} {:>7} | {:>7} {:>6}",
         "codec", "pages", "min", "max", "mean", "ratio", "stored", "incompr", "share"
     );
     let _ = writeln!(
         s,
-        "{:<10} {:>6} | {:^19} | {:>6} {:>7} | {:>7} {:>6}",
+        "{:<12} {:>6} | {:^19} | {:>6} {:>7} | {:>7} {:>6}",
         "", "", "compressed bytes", "", "", "", ""
     );
     for r in summaries {
         let _ = writeln!(
             s,
-            "{:<10} {:>6} | {:>5} {:>5} {:>7.1} | {:>5.2}x {:>6.1}% | {:>7} {:>5.1}%",
+            "{:<12} {:>6} | {:>5} {:>5} {:>7.1} | {:>5.2}x {:>6.1}% | {:>7} {:>5.1}%",
             r.codec,
             r.pages,
             r.size.min,
@@ -161,12 +161,12 @@ pub fn table(summaries: &[Summary]) -> String {
     let _ = writeln!(s);
     let _ = writeln!(
         s,
-        "{:<10} {:<4} | {:>6} {:>7} {:>8} {:>7} {:>8} | {:>8} {:>7} | {:>6}",
+        "{:<12} {:<4} | {:>6} {:>7} {:>8} {:>7} {:>8} | {:>8} {:>7} | {:>6}",
         "codec", "", "min", "median", "mean", "p99", "max", "ns/page", "MB/s", "vs lz4"
     );
     let _ = writeln!(
         s,
-        "{:<10} {:<4} | {:^42} | {:^16} | {:>6}",
+        "{:<12} {:<4} | {:^42} | {:^16} | {:>6}",
         "", "", "TSC ticks per page", "at median", "median"
     );
     for r in summaries {
@@ -174,7 +174,7 @@ pub fn table(summaries: &[Summary]) -> String {
             let t = &sp.ticks;
             let _ = writeln!(
                 s,
-                "{:<10} {:<4} | {:>6} {:>7} {:>8.0} {:>7} {:>8} | {:>8.0} {:>7.0} | {:>6}",
+                "{:<12} {:<4} | {:>6} {:>7} {:>8.0} {:>7} {:>8} | {:>8.0} {:>7.0} | {:>6}",
                 if dir == "comp" { r.codec.as_str() } else { "" },
                 dir,
                 t.min,
