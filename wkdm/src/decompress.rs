@@ -107,17 +107,24 @@ pub(crate) fn validate<'a, const W: usize>(
 }
 
 /// Expands a validated stream into `page` (`4 * W` bytes), with every dictionary entry
-/// starting at `preload`.
+/// starting at `preload`: the scalar reference, branch-free per word.
 pub(crate) fn expand<const W: usize>(v: Validated<'_>, s: &Scratch<W>, preload: u32, page: &mut [u8]) {
     debug_assert_eq!(page.len(), 4 * W);
     let mask = W - 1;
     let mut dict = [preload; 16];
     let (mut hi, mut pi, mut mi) = (0usize, 0usize, 0usize);
-    let mut tags = [0u8; 16];
     for (tag_word, out) in v.tags.chunks_exact(4).zip(page.chunks_exact_mut(64)) {
-        format::unpack_tags(format::le32(tag_word), &mut tags);
-        for (&tag, dst) in tags.iter().zip(out.chunks_exact_mut(4)) {
-            let tag = tag & 3;
+        let tag_word = format::le32(tag_word);
+        if tag_word == 0 {
+            // 16 zero words (common in real memory): nothing to read, the dictionary stays.
+            out.fill(0);
+            continue;
+        }
+        // Tag k at bits 2k, 2k+1.
+        let mut tags = format::sequential_tags(tag_word);
+        for dst in out.chunks_exact_mut(4) {
+            let tag = (tags & 3) as u8;
+            tags >>= 2;
             // The counters never pass the validated counts, and a counter equal to W is
             // only read (masked to 0) for a tag that does not use it.
             let index = usize::from(s.indices[hi & mask] & 15);
@@ -125,7 +132,7 @@ pub(crate) fn expand<const W: usize>(v: Validated<'_>, s: &Scratch<W>, preload: 
             let partial = (d & !LOW_MASK) | u32::from(s.lows[pi & mask]);
             let miss = s.misses[mi & mask];
             let w = [0, partial, miss, d][usize::from(tag)];
-            let store_at = if tag == MISS { format::slot(w) } else { index };
+            let store_at = if tag == MISS { format::slot(w) & 15 } else { index };
             dict[store_at] = if tag == ZERO { d } else { w };
             // EXACT (3) and PARTIAL (1) are the odd tags: both consume an index.
             hi += usize::from(tag & 1);

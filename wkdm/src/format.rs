@@ -140,20 +140,25 @@ pub(crate) fn tag_word(low: u32, high: u32) -> u32 {
         (x | (x << 1)) & 0x5555_5555
     };
     let x = spread(low & 0xFFFF) | (spread(high & 0xFFFF) << 1);
-    // ...then transpose the 4x4 matrix of 2-bit cells: cell (j, r) at 8j + 2r (k = 4j + r)
-    // moves to 8r + 2j, with two delta swaps.
+    // ...then move tag k = 4j + r from bit 8j + 2r to 8r + 2j.
+    transpose_cells(x)
+}
+
+/// The tags of a stream tag word in word order: tag `k` at bits `2k, 2k + 1` (the 4x4
+/// transpose of 2-bit cells is its own inverse).
+#[inline(always)]
+pub(crate) fn sequential_tags(word: u32) -> u32 {
+    transpose_cells(word)
+}
+
+/// Transposes the 4x4 matrix of 2-bit cells of `x` (cell (j, r) at bit 8j + 2r moves to
+/// 8r + 2j) with two delta swaps.
+#[inline(always)]
+fn transpose_cells(x: u32) -> u32 {
     let t = (x ^ (x >> 12)) & 0x0000_F0F0;
     let x = x ^ t ^ (t << 12);
     let t = (x ^ (x >> 6)) & 0x00CC_00CC;
     x ^ t ^ (t << 6)
-}
-
-/// The inverse of [`pack_tags`].
-#[inline(always)]
-pub(crate) fn unpack_tags(word: u32, tags: &mut [u8; 16]) {
-    for (k, tag) in tags.iter_mut().enumerate() {
-        *tag = ((word >> (8 * (k % 4) + 2 * (k / 4))) & 3) as u8;
-    }
 }
 
 /// Packs 8 consecutive 4-bit dictionary indices into one stream word: index `k` lives in
@@ -231,10 +236,6 @@ mod tests {
 
     #[test]
     fn packers_invert() {
-        let tags: [u8; 16] = core::array::from_fn(|k| (k * 7 % 4) as u8);
-        let mut back = [9u8; 16];
-        unpack_tags(pack_tags(&tags), &mut back);
-        assert_eq!(back, tags);
         // Tag 1 alone at k = 5: byte 1, shift 2.
         let mut one = [0u8; 16];
         one[5] = 1;
@@ -244,6 +245,8 @@ mod tests {
             let low = (0..16).fold(0, |m, k| m | (u32::from(tags[k] & 1) << k));
             let high = (0..16).fold(0, |m, k| m | (u32::from(tags[k] >> 1) << k));
             assert_eq!(tag_word(low, high), pack_tags(&tags));
+            let sequential = sequential_tags(pack_tags(&tags));
+            assert!((0..16).all(|k| (sequential >> (2 * k)) & 3 == u32::from(tags[k])));
         }
         let indices = [1, 2, 3, 4, 5, 6, 7, 15];
         assert_eq!(pack_indices(&indices), 0xF473_6251);

@@ -2,8 +2,8 @@
 //!
 //! The dictionary is the only sequential state, and it can be replayed without a
 //! dependency chain: for each word the pass [`recurrence`] records the entry the word is
-//! compared with (`prev`) and then stores the word into its slot, or into a dummy 17th
-//! slot for a zero word, so no store depends on a load. Everything else (tags, indices,
+//! compared with (`prev`) and its slot, then stores the word into its slot, or into a
+//! dummy entry for a zero word, so no store depends on a load. Everything else (tags, indices,
 //! low bits, misses, counts) is data-parallel and done by a per-instruction-set kernel
 //! that left-packs 4 or 8 lanes at a time. The decisions and the stream writer are the
 //! scalar compressor's ([`compress::finish`]), so every path writes the same bytes.
@@ -15,19 +15,21 @@ use crate::format::{self, Layout};
 use crate::scratch::Scratch;
 use crate::{CompressOptions, Compressed};
 
-/// The dummy dictionary slot that zero words write to.
-const ZERO_SLOT: usize = 16;
-
-/// Fills `prev[i]` with the dictionary entry word `i` meets (low 32 bits) and the word's
-/// slot (high 32 bits). Entries carry their slot so the kernels need no table lookup.
-pub(crate) fn recurrence<const W: usize>(page: &[u8], prev: &mut [u64; W]) {
-    let mut dict: [u64; 17] = core::array::from_fn(|k| (k as u64 % 16) << 32);
-    for (p, chunk) in prev.iter_mut().zip(page.chunks_exact(4)) {
-        let w = format::le32(chunk);
-        let slot = format::slot(w) & 15;
-        *p = dict[slot];
-        let to = if w == 0 { ZERO_SLOT } else { slot };
-        dict[to] = u64::from(w) | ((slot as u64) << 32);
+/// Fills `prev[i]` with the dictionary entry word `i` is compared with and `slots[i]` with
+/// the word's slot. Zero words store into a dummy entry (16) instead of branching.
+pub(crate) fn recurrence<const W: usize>(page: &[u8], prev: &mut [u32; W], slots: &mut [u8; W]) {
+    // 256 entries: any `u8` slot value indexes it without a bounds check.
+    let mut dict = [0u32; 256];
+    for ((words, prev), slots) in
+        page[..4 * W].chunks_exact(16).zip(prev.chunks_exact_mut(4)).zip(slots.chunks_exact_mut(4))
+    {
+        for k in 0..4 {
+            let w = format::le32(&words[4 * k..]);
+            let slot = format::SLOT[((w >> 10) & 0xFF) as usize];
+            prev[k] = dict[usize::from(slot)];
+            slots[k] = slot;
+            dict[usize::from(if w == 0 { 16 } else { slot })] = w;
+        }
     }
 }
 
@@ -51,7 +53,7 @@ pub(crate) fn compress<const W: usize>(
     kernel: impl FnOnce(&[u8], &mut Scratch<W>, bool) -> KernelResult,
 ) -> Result<Compressed, CompressError> {
     let budget = compress::budget_for::<W>(out, options)?;
-    recurrence::<W>(page, &mut s.prev);
+    recurrence::<W>(page, &mut s.prev, &mut s.slots);
     let counts = match kernel(page, s, budget.early_abort) {
         KernelResult::Done(counts) => counts,
         KernelResult::EarlyAbort => return Err(CompressError::Incompressible),

@@ -19,6 +19,12 @@ impl<T: Copy, const W: usize> Padded<T, W> {
         Padded { items: [zero; W], slack: [zero; SLACK] }
     }
 
+    /// A pointer to item 0 valid for reads of `W + SLACK` items.
+    #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
+    pub(crate) fn as_ptr(&self) -> *const T {
+        (self as *const Self).cast::<T>()
+    }
+
     /// A pointer to item 0 valid for writes of `W + SLACK` items (it is derived from the
     /// whole struct, whose two arrays are contiguous).
     #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
@@ -53,10 +59,13 @@ pub(crate) struct Scratch<const W: usize> {
     pub(crate) indices: Padded<u8, W>,
     /// Low 10 bits of PARTIAL words, in page order.
     pub(crate) lows: Padded<u16, W>,
-    /// SIMD compressor: for each word, the dictionary entry it is compared with (low 32
-    /// bits) and its slot (high 32 bits).
+    /// SIMD compressor: for each word, the dictionary entry it is compared with.
     #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
-    pub(crate) prev: [u64; W],
+    pub(crate) prev: [u32; W],
+    /// SIMD compressor: each word's dictionary slot, with [`SLACK`] bytes of slack for
+    /// 8-byte loads.
+    #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
+    pub(crate) slots: Padded<u8, W>,
 }
 
 impl<const W: usize> Scratch<W> {
@@ -68,6 +77,7 @@ impl<const W: usize> Scratch<W> {
             indices: Padded::new(0),
             lows: Padded::new(0),
             prev: [0; W],
+            slots: Padded::new(0),
         }
     }
 }

@@ -31,6 +31,26 @@ pub(crate) static LEFT_PACK_4: [[u8; 16]; 16] = {
     table
 };
 
+/// Byte-shuffle controls that move the bytes selected by a 4-bit mask to the front.
+#[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
+pub(crate) static LEFT_PACK_BYTES: [[u8; 16]; 16] = {
+    let mut table = [[0x80u8; 16]; 16];
+    let mut mask = 0;
+    while mask < 16 {
+        let mut out = 0;
+        let mut lane = 0;
+        while lane < 4 {
+            if mask & (1 << lane) != 0 {
+                table[mask][out] = lane as u8;
+                out += 1;
+            }
+            lane += 1;
+        }
+        mask += 1;
+    }
+    table
+};
+
 /// Whether the SSE4.1 path can run here.
 pub(crate) fn sse41_available() -> bool {
     #[cfg(all(target_arch = "x86_64", feature = "std"))]

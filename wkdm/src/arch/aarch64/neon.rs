@@ -7,7 +7,7 @@ use crate::format::{self, EARLY_ABORT_WORDS, LOW_MASK};
 use crate::pipeline::{self, KernelResult};
 use crate::scratch::Scratch;
 
-use super::super::LEFT_PACK_4;
+use super::super::{LEFT_PACK_4, LEFT_PACK_BYTES};
 
 #[inline]
 #[target_feature(enable = "neon")]
@@ -41,10 +41,6 @@ pub(crate) unsafe fn classify<const W: usize>(
     assert!(page.len() == 4 * W && W % 16 == 0);
     let zero = vdupq_n_u32(0);
     let low_mask = vdupq_n_u32(LOW_MASK);
-    let first_bytes_array: [u8; 16] =
-        [0, 4, 8, 12, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80];
-    // SAFETY: a 16-byte load of a [u8; 16].
-    let first_bytes = unsafe { vld1q_u8(first_bytes_array.as_ptr()) };
     let misses = s.misses.as_mut_ptr();
     let indices = s.indices.as_mut_ptr();
     let lows = s.lows.as_mut_ptr();
@@ -53,12 +49,15 @@ pub(crate) unsafe fn classify<const W: usize>(
         let (mut low_bits, mut high_bits) = (0u32, 0u32);
         for quarter in 0..4 {
             let i = 16 * group + 4 * quarter;
-            // SAFETY: i + 4 <= W: 4 words of the page (4 * W bytes, little-endian host) and
-            // 4 entries (8 u32 halves) of prev.
-            let (w, pairs) = unsafe {
-                (vld1q_u32(page.as_ptr().add(4 * i).cast()), vld2q_u32(s.prev.as_ptr().add(i).cast()))
+            // SAFETY: i + 4 <= W: 4 words of the page (4 * W bytes, little-endian host), of
+            // prev and of slots (whose 16 bytes of slack cover the 16-byte load).
+            let (w, d, slots) = unsafe {
+                (
+                    vld1q_u32(page.as_ptr().add(4 * i).cast()),
+                    vld1q_u32(s.prev.as_ptr().add(i)),
+                    vld1q_u8(s.slots.as_ptr().add(i)),
+                )
             };
-            let (d, slots) = (pairs.0, pairs.1);
             let nonzero = !mask(vceqq_u32(w, zero)) & 0xF;
             let exact = mask(vceqq_u32(w, d)) & nonzero;
             let near = vshrq_n_u32::<10>(veorq_u32(w, d));
@@ -68,7 +67,9 @@ pub(crate) unsafe fn classify<const W: usize>(
             low_bits |= hit << (4 * quarter);
             high_bits |= (miss | exact) << (4 * quarter);
             let packed_lows = vmovn_u32(left_pack(vandq_u32(w, low_mask), partial));
-            let packed_slots = vqtbl1q_u8(vreinterpretq_u8_u32(left_pack(slots, hit)), first_bytes);
+            // SAFETY: hit < 16 indexes the table; a 16-byte load of a [u8; 16].
+            let control = unsafe { vld1q_u8(LEFT_PACK_BYTES[(hit & 15) as usize].as_ptr()) };
+            let packed_slots = vqtbl1q_u8(slots, control);
             // SAFETY: m, p, h <= i <= W - 4 before these stores, and each array has
             // SLACK >= 16 items after its W items: every store stays inside.
             unsafe {

@@ -7,13 +7,19 @@ use crate::format::{self, EARLY_ABORT_WORDS, LOW_MASK};
 use crate::pipeline::{self, KernelResult};
 use crate::scratch::Scratch;
 
+/// 0xFF in byte `k` for each bit `k` of an 8-bit mask.
+#[inline]
+#[target_feature(enable = "bmi2")]
+fn byte_mask(mask: u32) -> u64 {
+    _pdep_u64(u64::from(mask), 0x0101_0101_0101_0101) * 0xFF
+}
+
 /// The `vpermd` indices that move the lanes selected by `mask` (8 bits) to the front, in
 /// order: BMI2 `pext` picks the selected bytes of `0x0706..00`.
 #[inline]
 #[target_feature(enable = "avx2,bmi2")]
 fn left_pack(mask: u32) -> __m256i {
-    let bytes = _pdep_u64(u64::from(mask), 0x0101_0101_0101_0101) * 0xFF;
-    let order = _pext_u64(0x0706_0504_0302_0100, bytes);
+    let order = _pext_u64(0x0706_0504_0302_0100, byte_mask(mask));
     _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(order as i64))
 }
 
@@ -39,12 +45,6 @@ pub(crate) unsafe fn classify<const W: usize>(
     assert!(page.len() == 4 * W && W % 16 == 0);
     let zero = _mm256_setzero_si256();
     let low_mask = _mm256_set1_epi32(LOW_MASK as i32);
-    let halves = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
-    // Byte 0 of each 32-bit lane, packed into the low 4 bytes of each 128-bit half.
-    let first_bytes = _mm256_setr_epi8(
-        0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, //
-        0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
-    );
     let misses = s.misses.as_mut_ptr();
     let indices = s.indices.as_mut_ptr();
     let lows = s.lows.as_mut_ptr();
@@ -53,18 +53,14 @@ pub(crate) unsafe fn classify<const W: usize>(
         let (mut low_bits, mut high_bits) = (0u32, 0u32);
         for half in 0..2 {
             let i = 16 * group + 8 * half;
-            // SAFETY: i + 8 <= W: 8 words of the page (4 * W bytes) and 8 entries of prev.
-            let (w, pa, pb) = unsafe {
+            // SAFETY: i + 8 <= W: 8 words of the page (4 * W bytes), of prev and of slots.
+            let (w, d, slots) = unsafe {
                 (
                     _mm256_loadu_si256(page.as_ptr().add(4 * i).cast()),
                     _mm256_loadu_si256(s.prev.as_ptr().add(i).cast()),
-                    _mm256_loadu_si256(s.prev.as_ptr().add(i + 4).cast()),
+                    s.slots.as_ptr().add(i).cast::<u64>().read_unaligned(),
                 )
             };
-            let pa = _mm256_permutevar8x32_epi32(pa, halves);
-            let pb = _mm256_permutevar8x32_epi32(pb, halves);
-            let d = _mm256_permute2x128_si256::<0x20>(pa, pb);
-            let slots = _mm256_permute2x128_si256::<0x31>(pa, pb);
             let nonzero = !mask(_mm256_cmpeq_epi32(w, zero)) & 0xFF;
             let exact = mask(_mm256_cmpeq_epi32(w, d)) & nonzero;
             let near = _mm256_srli_epi32::<10>(_mm256_xor_si256(w, d));
@@ -77,18 +73,13 @@ pub(crate) unsafe fn classify<const W: usize>(
             let packed_lows = _mm256_permutevar8x32_epi32(_mm256_and_si256(w, low_mask), left_pack(partial));
             let packed_lows =
                 _mm256_permute4x64_epi64::<0b1000>(_mm256_packus_epi32(packed_lows, packed_lows));
-            let packed_slots =
-                _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(slots, left_pack(hit)), first_bytes);
-            let packed_slots = _mm_unpacklo_epi32(
-                _mm256_castsi256_si128(packed_slots),
-                _mm256_extracti128_si256::<1>(packed_slots),
-            );
+            let packed_slots = _pext_u64(slots, byte_mask(hit));
             // SAFETY: m, p, h <= i <= W - 8 before these stores, and each array has
             // SLACK >= 16 items after its W items: every store stays inside.
             unsafe {
                 _mm256_storeu_si256(misses.add(m).cast(), packed_misses);
                 _mm_storeu_si128(lows.add(p).cast(), _mm256_castsi256_si128(packed_lows));
-                _mm_storel_epi64(indices.add(h).cast(), packed_slots);
+                indices.add(h).cast::<u64>().write_unaligned(packed_slots);
             }
             m += miss.count_ones() as usize;
             h += hit.count_ones() as usize;

@@ -7,13 +7,21 @@ use crate::format::{self, EARLY_ABORT_WORDS, LOW_MASK};
 use crate::pipeline::{self, KernelResult};
 use crate::scratch::Scratch;
 
-use super::super::LEFT_PACK_4;
+use super::super::{LEFT_PACK_4, LEFT_PACK_BYTES};
 
 #[inline]
 #[target_feature(enable = "sse4.1,ssse3")]
 fn left_pack(v: __m128i, mask: u32) -> __m128i {
     // SAFETY: mask < 16 indexes the table; an unaligned 16-byte load of a [u8; 16].
     let control = unsafe { _mm_loadu_si128(LEFT_PACK_4[(mask & 15) as usize].as_ptr().cast()) };
+    _mm_shuffle_epi8(v, control)
+}
+
+#[inline]
+#[target_feature(enable = "sse4.1,ssse3")]
+fn left_pack_bytes(v: __m128i, mask: u32) -> __m128i {
+    // SAFETY: mask < 16 indexes the table; an unaligned 16-byte load of a [u8; 16].
+    let control = unsafe { _mm_loadu_si128(LEFT_PACK_BYTES[(mask & 15) as usize].as_ptr().cast()) };
     _mm_shuffle_epi8(v, control)
 }
 
@@ -37,7 +45,6 @@ pub(crate) unsafe fn classify<const W: usize>(
     assert!(page.len() == 4 * W && W % 16 == 0);
     let zero = _mm_setzero_si128();
     let low_mask = _mm_set1_epi32(LOW_MASK as i32);
-    let first_bytes = _mm_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
     let misses = s.misses.as_mut_ptr();
     let indices = s.indices.as_mut_ptr();
     let lows = s.lows.as_mut_ptr();
@@ -46,16 +53,14 @@ pub(crate) unsafe fn classify<const W: usize>(
         let (mut low_bits, mut high_bits) = (0u32, 0u32);
         for quarter in 0..4 {
             let i = 16 * group + 4 * quarter;
-            // SAFETY: i + 4 <= W: 4 words of the page (4 * W bytes) and 4 entries of prev.
-            let (w, pa, pb) = unsafe {
+            // SAFETY: i + 4 <= W: 4 words of the page (4 * W bytes), of prev and of slots.
+            let (w, d, slots) = unsafe {
                 (
                     _mm_loadu_si128(page.as_ptr().add(4 * i).cast()),
-                    _mm_loadu_ps(s.prev.as_ptr().add(i).cast()),
-                    _mm_loadu_ps(s.prev.as_ptr().add(i + 2).cast()),
+                    _mm_loadu_si128(s.prev.as_ptr().add(i).cast()),
+                    _mm_cvtsi32_si128(s.slots.as_ptr().add(i).cast::<i32>().read_unaligned()),
                 )
             };
-            let d = _mm_castps_si128(_mm_shuffle_ps::<0b10_00_10_00>(pa, pb));
-            let slots = _mm_castps_si128(_mm_shuffle_ps::<0b11_01_11_01>(pa, pb));
             let nonzero = !mask(_mm_cmpeq_epi32(w, zero)) & 0xF;
             let exact = mask(_mm_cmpeq_epi32(w, d)) & nonzero;
             let near = _mm_srli_epi32::<10>(_mm_xor_si128(w, d));
@@ -66,7 +71,7 @@ pub(crate) unsafe fn classify<const W: usize>(
             high_bits |= (miss | exact) << (4 * quarter);
             let packed_lows = left_pack(_mm_and_si128(w, low_mask), partial);
             let packed_lows = _mm_packus_epi32(packed_lows, packed_lows);
-            let packed_slots = _mm_shuffle_epi8(left_pack(slots, hit), first_bytes);
+            let packed_slots = left_pack_bytes(slots, hit);
             // SAFETY: m, p, h <= i <= W - 4 before these stores, and each array has
             // SLACK >= 16 items after its W items: every store stays inside.
             unsafe {
