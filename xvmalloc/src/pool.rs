@@ -193,12 +193,12 @@ impl<S: PageSource> Pool<S> {
     #[inline]
     pub fn free(&mut self, handle: Handle) -> Result<(), HandleError> {
         let (addr, len) = self.locate(&handle)?;
-        let units = self.header(addr).size();
+        let header = self.header(addr);
         self.counters.payload -= len as u64;
-        self.counters.allocated_units -= u64::from(units);
+        self.counters.allocated_units -= u64::from(header.size());
         self.counters.objects -= 1;
         self.release_slot(handle.index);
-        self.free_block(addr);
+        self.free_block(addr, header);
         Ok(())
     }
 
@@ -352,6 +352,12 @@ impl<S: PageSource> Pool<S> {
         let head = self.classes.heads[class];
         let at = self.byte_offset(addr);
         write_u32(self.buf_mut(addr), at + Self::NEXT, head);
+        self.finish_link(addr, class, head);
+    }
+
+    /// The rest of [`link`](Self::link) once the block's `next` field holds `head`.
+    #[inline]
+    fn finish_link(&mut self, addr: u32, class: usize, head: u32) {
         if head != NIL {
             self.set_link_field(head, Self::PREV, addr);
         } else {
@@ -410,23 +416,25 @@ impl<S: PageSource> Pool<S> {
         write_u32(buf, at, Header::new(want, header.prev(), false).bits());
         let rest_at = at + want as usize * UNIT;
         write_u32(buf, rest_at, Header::new(rest, want, true).bits());
+        let rest_class = class_of(rest);
+        let rest_head = self.classes.heads[rest_class];
+        write_u32(buf, rest_at + Self::NEXT, rest_head);
         let after = rest_at + rest as usize * UNIT;
         if after < last_unit as usize * UNIT {
             let h = Header::from_bits(read_u32(buf, after));
             write_u32(buf, after, h.with_prev(rest).bits());
         }
-        self.link(addr + want, rest);
+        self.finish_link(addr + want, rest_class, rest_head);
         Some((addr, want))
     }
 
     /// Turns the allocated block at `addr` into a free one, merging both neighbours, and
     /// gives the chunk back if it became wholly free.
     #[inline]
-    pub(crate) fn free_block(&mut self, addr: u32) {
+    pub(crate) fn free_block(&mut self, addr: u32, header: Header) {
         let at = self.byte_offset(addr);
         let chunk_bytes = self.chunk_size;
         let buf = self.buf(addr);
-        let header = Header::from_bits(read_u32(buf, at));
         let mut size = header.size();
         let mut prev = header.prev();
         let end = at + size as usize * UNIT;
@@ -454,14 +462,17 @@ impl<S: PageSource> Pool<S> {
             return;
         }
         let start_at = self.byte_offset(start);
+        let class = class_of(size);
+        let head = self.classes.heads[class];
         let buf = self.buf_mut(start);
         write_u32(buf, start_at, Header::new(size, prev, true).bits());
+        write_u32(buf, start_at + Self::NEXT, head);
         let after = start_at + size as usize * UNIT;
         if after < chunk_bytes {
             let h = Header::from_bits(read_u32(buf, after));
             write_u32(buf, after, h.with_prev(size).bits());
         }
-        self.link(start, size);
+        self.finish_link(start, class, head);
     }
 
     /// Acquires a chunk and lists it as one free block.
