@@ -20,6 +20,9 @@ const _: () = assert!(EXACT & 1 == 1 && PARTIAL & 1 == 1 && MISS & 1 == 0 && ZER
 pub(crate) struct Validated<'a> {
     /// The packed tags area.
     pub(crate) tags: &'a [u8],
+    /// The number of MISS words (unpacked into `Scratch::misses`).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(crate) misses: usize,
 }
 
 /// Counts the tags of a tags area: (MISS, EXACT + PARTIAL, PARTIAL).
@@ -103,7 +106,7 @@ pub(crate) fn validate<'a, const W: usize>(
             }
         }
     }
-    Ok(Validated { tags })
+    Ok(Validated { tags, misses: m })
 }
 
 /// Expands a validated stream into `page` (`4 * W` bytes), with every dictionary entry
@@ -143,6 +146,38 @@ pub(crate) fn expand<const W: usize>(v: Validated<'_>, s: &Scratch<W>, preload: 
     }
 }
 
+/// Dictionary entry that is never written and stays 0 (read by words that take no bits
+/// from the dictionary).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(crate) const ZERO_ENTRY: u8 = 32;
+/// Dictionary entry that absorbs the stores of words that must not change the dictionary.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(crate) const DUMP_ENTRY: u8 = 16;
+
+/// The second stage of the SIMD decoders. `page` already holds each MISS word, the low
+/// bits of each PARTIAL word and 0 elsewhere; `route` holds, per word, the dictionary
+/// entries to read the upper bits from, to read the low bits from, to store the upper
+/// bits to and to store the low bits to ([`ZERO_ENTRY`] / [`DUMP_ENTRY`] when the word
+/// takes or gives nothing). The dictionary is kept as two halves so no store depends on a
+/// load: `upper` is written only by misses and `lower` by misses and partials, both from
+/// stream data; each word is then `value | upper[read_upper] | lower[read_lower]`.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(crate) fn resolve_hits<const W: usize>(s: &Scratch<W>, preload: u32, page: &mut [u8]) {
+    // 256 entries: any `u8` route indexes them without a bounds check.
+    let mut upper = [preload & !LOW_MASK; 256];
+    let mut lower = [preload & LOW_MASK; 256];
+    upper[usize::from(ZERO_ENTRY)] = 0;
+    lower[usize::from(ZERO_ENTRY)] = 0;
+    let [read_upper, read_lower, write_upper, write_lower] = &s.route;
+    for (i, dst) in page[..4 * W].chunks_exact_mut(4).enumerate() {
+        let value = format::le32(dst);
+        let w = value | upper[usize::from(read_upper[i])] | lower[usize::from(read_lower[i])];
+        upper[usize::from(write_upper[i])] = value & !LOW_MASK;
+        lower[usize::from(write_lower[i])] = value & LOW_MASK;
+        dst.copy_from_slice(&w.to_le_bytes());
+    }
+}
+
 /// Decodes the sparse form (word 0 is the magic) into `page`.
 pub(crate) fn expand_sparse(input: &[u8], page: &mut [u8]) -> Result<(), DecompressError> {
     let entries = &input[4..];
@@ -169,6 +204,29 @@ pub(crate) fn expand_sparse(input: &[u8], page: &mut [u8]) -> Result<(), Decompr
         let offset = usize::from(u16::from_le_bytes([entry[4], entry[5]]));
         page[offset..offset + 4].copy_from_slice(&entry[..4]);
     }
+    Ok(())
+}
+
+/// Header, sparse form and validation shared by every decoder; `expand` writes the page
+/// from a validated normal-form stream.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(crate) fn decompress_with<const W: usize>(
+    input: &[u8],
+    s: &mut Scratch<W>,
+    page: &mut [u8],
+    expand: impl FnOnce(Validated<'_>, &mut Scratch<W>, &mut [u8]),
+) -> Result<(), DecompressError> {
+    if input.len() < 4 {
+        return Err(DecompressError::Truncated);
+    }
+    if format::read_word(input, 0) == SPARSE_MAGIC {
+        return expand_sparse(input, page);
+    }
+    if input.len() < 4 * HEADER_WORDS {
+        return Err(DecompressError::Truncated);
+    }
+    let v = validate::<W>(input, s)?;
+    expand(v, s, page);
     Ok(())
 }
 

@@ -317,7 +317,18 @@ impl<const WORDS: usize> WkdmCodec<WORDS> {
             DictionaryPreload::Zero => 0,
             DictionaryPreload::One => 1,
         };
-        decompress::decompress::<WORDS>(input, &mut self.scratch, preload, page)
+        match self.path {
+            #[cfg(target_arch = "x86_64")]
+            Path::Avx2 => {
+                decompress::decompress_with::<WORDS>(input, &mut self.scratch, page, |v, s, page| {
+                    // SAFETY: `self.path` is only ever set to an available path, so AVX2 and
+                    // BMI2 are present; `v` and `s` come from `validate` on this stream.
+                    unsafe { arch::x86_64::avx2::expand_streams::<WORDS>(v, s, page) };
+                    decompress::resolve_hits::<WORDS>(s, preload, page);
+                })
+            }
+            _ => decompress::decompress::<WORDS>(input, &mut self.scratch, preload, page),
+        }
     }
 }
 

@@ -51,7 +51,8 @@ impl<T: Copy, const W: usize> DerefMut for Padded<T, W> {
 /// time).
 #[derive(Clone)]
 pub(crate) struct Scratch<const W: usize> {
-    /// One tag (0..4) per word (scalar compressor), or the packed tags area (SIMD paths).
+    /// One tag (0..4) per word (scalar compressor, SIMD decoders), or the packed tags
+    /// area (SIMD compressors).
     pub(crate) tags: [u8; W],
     /// Missed words, in page order.
     pub(crate) misses: Padded<u32, W>,
@@ -62,10 +63,17 @@ pub(crate) struct Scratch<const W: usize> {
     /// SIMD compressor: for each word, the dictionary entry it is compared with.
     #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
     pub(crate) prev: [u32; W],
-    /// SIMD compressor: each word's dictionary slot, with [`SLACK`] bytes of slack for
+    /// SIMD paths: each word's dictionary slot, with [`SLACK`] bytes of slack for
     /// 8-byte loads.
     #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
     pub(crate) slots: Padded<u8, W>,
+    /// SIMD decoders: per word, the dictionary entries to read the upper bits from, read
+    /// the low bits from, store the upper bits to and store the low bits to.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(crate) route: [[u8; W]; 4],
+    /// SIMD decoders: the slot of each missed word, with slack for 8-byte loads.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(crate) miss_slots: Padded<u8, W>,
 }
 
 impl<const W: usize> Scratch<W> {
@@ -78,6 +86,8 @@ impl<const W: usize> Scratch<W> {
             lows: Padded::new(0),
             prev: [0; W],
             slots: Padded::new(0),
+            route: [[0; W]; 4],
+            miss_slots: Padded::new(0),
         }
     }
 }

@@ -3,6 +3,7 @@
 use core::arch::x86_64::*;
 
 use crate::compress::Counts;
+use crate::decompress::{DUMP_ENTRY, Validated, ZERO_ENTRY};
 use crate::format::{self, EARLY_ABORT_WORDS, LOW_MASK};
 use crate::pipeline::{self, KernelResult};
 use crate::scratch::Scratch;
@@ -95,4 +96,86 @@ pub(crate) unsafe fn classify<const W: usize>(
         s.tags[4 * group..4 * group + 4].copy_from_slice(&tag_word.to_le_bytes());
     }
     KernelResult::Done(Counts { misses: m, hits: h, partials: p })
+}
+
+/// First stage of the decoder (see [`resolve_hits`](crate::decompress::resolve_hits)): expands the validated
+/// misses and low bits into their words of `page` (0 elsewhere) and writes each word's
+/// dictionary routes into `s.route`, 8 words per step.
+///
+/// # Safety
+///
+/// The CPU must support AVX2 and BMI2; `v` and `s` come from a successful `validate`
+/// of the same stream (so the counters never pass the unpacked counts).
+#[target_feature(enable = "avx2,bmi2,popcnt")]
+pub(crate) unsafe fn expand_streams<const W: usize>(v: Validated<'_>, s: &mut Scratch<W>, page: &mut [u8]) {
+    assert!(page.len() == 4 * W && W % 16 == 0 && v.tags.len() == W / 4 && v.misses <= W);
+    for (slot, &w) in s.miss_slots.iter_mut().zip(&s.misses[..v.misses]) {
+        *slot = format::SLOT[((w >> 10) & 0xFF) as usize];
+    }
+    let shifts = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+    let three = _mm256_set1_epi32(3);
+    let one = _mm256_set1_epi32(1);
+    let two = _mm256_set1_epi32(2);
+    let every_byte = |b: u8| u64::from(b) * 0x0101_0101_0101_0101;
+    let (zero_entry, dump_entry) = (every_byte(ZERO_ENTRY), every_byte(DUMP_ENTRY));
+    let misses = s.misses.as_ptr();
+    let miss_slots = s.miss_slots.as_ptr();
+    let lows = s.lows.as_ptr();
+    let indices = s.indices.as_ptr();
+    let (mut mi, mut pi, mut hi) = (0usize, 0usize, 0usize);
+    for (group, tag_word) in v.tags.chunks_exact(4).enumerate() {
+        let tags = format::sequential_tags(format::le32(tag_word));
+        for half in 0..2 {
+            let i = 16 * group + 8 * half;
+            let tags8 = (tags >> (16 * half)) & 0xFFFF;
+            let t = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(tags8 as i32), shifts), three);
+            let miss_lanes = _mm256_cmpeq_epi32(t, two);
+            let partial_lanes = _mm256_cmpeq_epi32(t, one);
+            let (miss, partial) = (mask(miss_lanes), mask(partial_lanes));
+            let hit = mask(_mm256_cmpeq_epi32(_mm256_and_si256(t, one), one));
+            let exact = hit & !partial;
+            // SAFETY: the counters are <= the validated counts <= W, and the scratch
+            // arrays have SLACK >= 16 readable items after their W items (stale values
+            // there are masked off); the page store covers words i..i + 8 <= W.
+            let slots = unsafe {
+                let packed_misses = _mm256_loadu_si256(misses.add(mi).cast());
+                let packed_lows = _mm256_cvtepu16_epi32(_mm_loadu_si128(lows.add(pi).cast()));
+                let values = _mm256_or_si256(
+                    _mm256_and_si256(_mm256_permutevar8x32_epi32(packed_misses, expand(miss)), miss_lanes),
+                    _mm256_and_si256(
+                        _mm256_permutevar8x32_epi32(packed_lows, expand(partial)),
+                        partial_lanes,
+                    ),
+                );
+                _mm256_storeu_si256(page.as_mut_ptr().add(4 * i).cast(), values);
+                _pdep_u64(indices.add(hi).cast::<u64>().read_unaligned(), byte_mask(hit))
+                    | _pdep_u64(miss_slots.add(mi).cast::<u64>().read_unaligned(), byte_mask(miss))
+            };
+            let route = |take: u32, otherwise: u64| {
+                let take = byte_mask(take);
+                (slots & take) | (otherwise & !take)
+            };
+            let routes = [
+                route(hit, zero_entry),
+                route(exact, zero_entry),
+                route(miss, dump_entry),
+                route(miss | partial, dump_entry),
+            ];
+            for (dst, r) in s.route.iter_mut().zip(routes) {
+                dst[i..i + 8].copy_from_slice(&r.to_le_bytes());
+            }
+            mi += miss.count_ones() as usize;
+            pi += partial.count_ones() as usize;
+            hi += hit.count_ones() as usize;
+        }
+    }
+}
+
+/// The `vpermd` indices that move lane `j` of a packed vector to the `j`-th lane selected
+/// by `mask` (the inverse of [`left_pack`]); unselected lanes get lane 0.
+#[inline]
+#[target_feature(enable = "avx2,bmi2")]
+fn expand(mask: u32) -> __m256i {
+    let order = _pdep_u64(0x0706_0504_0302_0100, byte_mask(mask));
+    _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(order as i64))
 }
