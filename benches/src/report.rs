@@ -172,6 +172,15 @@ pub fn table(summaries: &[Summary]) -> String {
     for r in summaries {
         for (dir, sp) in [("comp", &r.compress), ("dec", &r.decompress)] {
             let t = &sp.ticks;
+            if t.count == 0 {
+                let name = if dir == "comp" { r.codec.as_str() } else { "" };
+                let _ = writeln!(
+                    s,
+                    "{name:<12} {dir:<4} | {:^42} | {:^16} | {:>6}",
+                    "(no page compressed)", "-", "-"
+                );
+                continue;
+            }
             let _ = writeln!(
                 s,
                 "{:<12} {:<4} | {:>6} {:>7} {:>8.0} {:>7} {:>8} | {:>8.0} {:>7.0} | {:>6}",
