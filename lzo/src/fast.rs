@@ -353,7 +353,8 @@ mod tests {
     #[test]
     fn fast_equals_reference_on_valid_streams_and_every_output_size() {
         for (stream, len) in streams() {
-            for cap in [len, len + 1, len + 40, len.saturating_sub(1), len / 2, 0] {
+            let caps = [len, len.saturating_sub(1), len + 40, len + 1, len / 2, 0];
+            for &cap in &caps[..if cfg!(miri) { 2 } else { caps.len() }] {
                 same_as_reference(&stream, cap);
             }
         }
