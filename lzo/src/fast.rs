@@ -396,4 +396,38 @@ mod tests {
             same_as_reference(&stream, rng.below(5000) as usize);
         }
     }
+
+    /// A longer soak of the same check (run with `--ignored`, preferably `--release`).
+    #[test]
+    #[ignore = "soak: a few million streams"]
+    fn soak_fast_equals_reference() {
+        let mut rng = Rng::new(0x50a4);
+        let mut c = Compressor::new();
+        let mut out = vec![0u8; worst_case_len(4096)];
+        for case in 0..200_000u64 {
+            let page = generate(PageClass::ALL[(case % 12) as usize], case);
+            let n = if case % 2 == 0 {
+                c.compress(page.as_bytes(), &mut out).unwrap()
+            } else {
+                c.compress_rle(page.as_bytes(), &mut out).unwrap()
+            };
+            let mut damaged = out[..n].to_vec();
+            for _ in 0..1 + rng.below(4) {
+                let at = rng.below(n as u64) as usize;
+                damaged[at] ^= 1 << rng.below(8);
+            }
+            same_as_reference(&damaged, 4096);
+            let cut = rng.below(n as u64 + 1) as usize;
+            same_as_reference(&out[..cut], 4096 + rng.below(64) as usize);
+            let len = rng.below(64) as usize;
+            let mut garbage = vec![0u8; len];
+            rng.fill(&mut garbage);
+            for b in garbage.iter_mut() {
+                if rng.below(3) == 0 {
+                    *b &= 0x1F;
+                }
+            }
+            same_as_reference(&garbage, rng.below(300) as usize);
+        }
+    }
 }
