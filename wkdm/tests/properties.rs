@@ -50,14 +50,15 @@ fn damage_4k(stream: &[u8]) {
         ra
     };
     let sparse = stream[..4] == [0x21, 0x43, 0, 0];
-    for len in 0..stream.len() {
+    let step = if cfg!(miri) { 1 + stream.len() / 8 } else { 1 };
+    for len in (0..stream.len()).step_by(step) {
         let r = decode(&mut codec, &stream[..len]);
         if !sparse || len < 4 {
             assert!(r.is_err(), "prefix of {len} bytes accepted");
         }
     }
     let mut damaged = stream.to_vec();
-    for bit in 0..stream.len() * 8 {
+    for bit in (0..stream.len() * 8).step_by(step) {
         damaged[bit / 8] ^= 1 << (bit % 8);
         let _ = decode(&mut codec, &damaged);
         damaged[bit / 8] ^= 1 << (bit % 8);
@@ -87,7 +88,8 @@ fn damaged_streams_of_every_class() {
     let mut codec = Wkdm::default();
     let mut out = vec![0u8; Wkdm::MAX_COMPRESSED_LEN];
     let seeds = if cfg!(miri) { 0..1 } else { 0..2 };
-    for class in PageClass::ALL {
+    let classes = if cfg!(miri) { &PageClass::ALL[6..8] } else { &PageClass::ALL[..] };
+    for &class in classes {
         for seed in seeds.clone() {
             if let Ok(n) = codec.compress(&generate(class, seed), &mut out) {
                 damage_4k(&out[..n]);

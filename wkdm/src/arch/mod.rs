@@ -51,8 +51,11 @@ pub(crate) static LEFT_PACK_BYTES: [[u8; 16]; 16] = {
     table
 };
 
-/// Whether the SSE4.1 path can run here.
+/// Whether the SSE4.1 path can run here (never under Miri, which does not run SIMD).
 pub(crate) fn sse41_available() -> bool {
+    if cfg!(miri) {
+        return false;
+    }
     #[cfg(all(target_arch = "x86_64", feature = "std"))]
     {
         std::is_x86_feature_detected!("sse4.1")
@@ -69,8 +72,11 @@ pub(crate) fn sse41_available() -> bool {
     }
 }
 
-/// Whether the AVX2 path can run here.
+/// Whether the AVX2 path can run here (never under Miri).
 pub(crate) fn avx2_available() -> bool {
+    if cfg!(miri) {
+        return false;
+    }
     #[cfg(all(target_arch = "x86_64", feature = "std"))]
     {
         std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("bmi2")
@@ -85,7 +91,8 @@ pub(crate) fn avx2_available() -> bool {
     }
 }
 
-/// Whether the NEON path can run here (NEON is part of the aarch64 baseline).
+/// Whether the NEON path can run here (NEON is part of the aarch64 baseline; never under
+/// Miri).
 pub(crate) fn neon_available() -> bool {
-    cfg!(all(target_arch = "aarch64", target_feature = "neon", target_endian = "little"))
+    cfg!(all(target_arch = "aarch64", target_feature = "neon", target_endian = "little", not(miri)))
 }
