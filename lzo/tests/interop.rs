@@ -199,3 +199,19 @@ fn captured_corpus_pages_both_ways_when_present() {
         assert!(ours_total * 100 <= c_total * 101, "{}: ours {ours_total} C {c_total}", path.display());
     }
 }
+
+#[test]
+fn liblzo2_rejects_lzo_rle_streams_we_read() {
+    // The reason LZO-RLE needs a version-1 decoder: liblzo2 (version 0) reads the `11 01`
+    // header as an M4 instruction and fails, while we decode the stream exactly.
+    for class in [PageClass::Zero, PageClass::Sparse, PageClass::Mixed, PageClass::Text] {
+        let page = generate(class, 1);
+        let mut stream = vec![0u8; worst_case_len(4096)];
+        let n = Compressor::new().compress_rle(page.as_bytes(), &mut stream).unwrap();
+        let (code, _) = c::decompress_safe(&stream[..n], 4096);
+        assert_ne!(code, 0, "{class:?}: liblzo2 accepted an LZO-RLE stream");
+        let mut back = vec![0u8; 4096];
+        assert_eq!(decompress(&stream[..n], &mut back), Ok(4096));
+        assert!(back == page.as_bytes()[..]);
+    }
+}
