@@ -277,22 +277,43 @@ impl<const WORDS: usize> WkdmCodec<WORDS> {
         let (s, options) = (&mut self.scratch, &self.options);
         match self.path {
             #[cfg(target_arch = "x86_64")]
-            Path::Avx2 => pipeline::compress(page, s, out, options, report_same_value, |page, s, abort| {
-                // SAFETY: `self.path` is only ever set to an available path (`new` takes
-                // `Path::best()`, `with_path` checks `is_available`), so AVX2 and BMI2 are
-                // present.
-                unsafe { arch::x86_64::avx2::classify::<WORDS>(page, s, abort) }
-            }),
+            Path::Avx2 => pipeline::compress(
+                page,
+                s,
+                out,
+                options,
+                report_same_value,
+                |page, s, abort, groups, counts| {
+                    // SAFETY: `self.path` is only ever set to an available path (`new` takes
+                    // `Path::best()`, `with_path` checks `is_available`), so AVX2 and BMI2 are
+                    // present.
+                    unsafe { arch::x86_64::avx2::classify::<WORDS>(page, s, abort, groups, counts) }
+                },
+            ),
             #[cfg(target_arch = "x86_64")]
-            Path::Sse41 => pipeline::compress(page, s, out, options, report_same_value, |page, s, abort| {
-                // SAFETY: as above, SSE4.1, SSSE3 and POPCNT are present.
-                unsafe { arch::x86_64::sse41::classify::<WORDS>(page, s, abort) }
-            }),
+            Path::Sse41 => pipeline::compress(
+                page,
+                s,
+                out,
+                options,
+                report_same_value,
+                |page, s, abort, groups, counts| {
+                    // SAFETY: as above, SSE4.1, SSSE3 and POPCNT are present.
+                    unsafe { arch::x86_64::sse41::classify::<WORDS>(page, s, abort, groups, counts) }
+                },
+            ),
             #[cfg(target_arch = "aarch64")]
-            Path::Neon => pipeline::compress(page, s, out, options, report_same_value, |page, s, abort| {
-                // SAFETY: as above, NEON is present.
-                unsafe { arch::aarch64::neon::classify::<WORDS>(page, s, abort) }
-            }),
+            Path::Neon => pipeline::compress(
+                page,
+                s,
+                out,
+                options,
+                report_same_value,
+                |page, s, abort, groups, counts| {
+                    // SAFETY: as above, NEON is present.
+                    unsafe { arch::aarch64::neon::classify::<WORDS>(page, s, abort, groups, counts) }
+                },
+            ),
             _ => compress::compress::<WORDS>(page, s, out, options, report_same_value),
         }
     }

@@ -10,18 +10,29 @@
 
 use pagecodec::CompressError;
 
+use core::ops::Range;
+
 use crate::compress::{self, Budget, Counts};
-use crate::format::{self, Layout};
+use crate::format::{self, EARLY_ABORT_WORDS, Layout};
 use crate::scratch::Scratch;
 use crate::{CompressOptions, Compressed};
 
 /// Fills `prev[i]` with the dictionary entry word `i` is compared with and `slots[i]` with
-/// the word's slot. Zero words store into a dummy entry (16) instead of branching.
-pub(crate) fn recurrence<const W: usize>(page: &[u8], prev: &mut [u32; W], slots: &mut [u8; W]) {
-    // 256 entries: any `u8` slot value indexes it without a bounds check.
-    let mut dict = [0u32; 256];
-    for ((words, prev), slots) in
-        page[..4 * W].chunks_exact(16).zip(prev.chunks_exact_mut(4)).zip(slots.chunks_exact_mut(4))
+/// the word's slot, for the words of `groups` (16 words each), continuing from `dict`.
+/// Zero words store into a dummy entry (16) instead of branching; 256 entries let any
+/// `u8` slot index the table without a bounds check.
+pub(crate) fn recurrence<const W: usize>(
+    page: &[u8],
+    prev: &mut [u32; W],
+    slots: &mut [u8; W],
+    dict: &mut [u32; 256],
+    groups: Range<usize>,
+) {
+    let words = 16 * groups.start..16 * groups.end;
+    for ((words, prev), slots) in page[4 * words.start..4 * words.end]
+        .chunks_exact(16)
+        .zip(prev[words.clone()].chunks_exact_mut(4))
+        .zip(slots[words].chunks_exact_mut(4))
     {
         for k in 0..4 {
             let w = format::le32(&words[4 * k..]);
@@ -50,14 +61,20 @@ pub(crate) fn compress<const W: usize>(
     out: &mut [u8],
     options: &CompressOptions,
     report_same_value: bool,
-    kernel: impl FnOnce(&[u8], &mut Scratch<W>, bool) -> KernelResult,
+    mut kernel: impl FnMut(&[u8], &mut Scratch<W>, bool, Range<usize>, Counts) -> KernelResult,
 ) -> Result<Compressed, CompressError> {
     let budget = compress::budget_for::<W>(out, options)?;
-    recurrence::<W>(page, &mut s.prev, &mut s.slots);
-    let counts = match kernel(page, s, budget.early_abort) {
-        KernelResult::Done(counts) => counts,
-        KernelResult::EarlyAbort => return Err(CompressError::Incompressible),
-    };
+    // The groups up to the early-abort point first, so a refused page costs ~1/9 of one.
+    let first = EARLY_ABORT_WORDS.div_ceil(16);
+    let mut dict = [0u32; 256];
+    let mut counts = Counts::default();
+    for groups in [0..first, first..W / 16] {
+        recurrence::<W>(page, &mut s.prev, &mut s.slots, &mut dict, groups.clone());
+        counts = match kernel(page, s, budget.early_abort, groups, counts) {
+            KernelResult::Done(counts) => counts,
+            KernelResult::EarlyAbort => return Err(CompressError::Incompressible),
+        };
+    }
     if budget.exceeded(Layout { words: W }, counts) {
         return Err(CompressError::Incompressible);
     }

@@ -2,6 +2,8 @@
 
 use core::arch::aarch64::*;
 
+use core::ops::Range;
+
 use crate::compress::Counts;
 use crate::format::{self, EARLY_ABORT_WORDS, LOW_MASK};
 use crate::pipeline::{self, KernelResult};
@@ -27,7 +29,8 @@ fn mask(v: uint32x4_t) -> u32 {
     vaddvq_u32(vandq_u32(v, bits))
 }
 
-/// Classifies and packs every word of the page, like the x86 kernels, 4 lanes at a time.
+/// Classifies and packs the words of the 16-word `groups` of the page, continuing from
+/// `counts`, like the x86 kernels, 4 lanes at a time.
 ///
 /// # Safety
 ///
@@ -37,15 +40,17 @@ pub(crate) unsafe fn classify<const W: usize>(
     page: &[u8],
     s: &mut Scratch<W>,
     early_abort: bool,
+    groups: Range<usize>,
+    counts: Counts,
 ) -> KernelResult {
-    assert!(page.len() == 4 * W && W % 16 == 0);
+    assert!(page.len() == 4 * W && W % 16 == 0 && groups.end <= W / 16);
     let zero = vdupq_n_u32(0);
     let low_mask = vdupq_n_u32(LOW_MASK);
     let misses = s.misses.as_mut_ptr();
     let indices = s.indices.as_mut_ptr();
     let lows = s.lows.as_mut_ptr();
-    let (mut m, mut h, mut p) = (0usize, 0usize, 0usize);
-    for group in 0..W / 16 {
+    let (mut m, mut h, mut p) = (counts.misses, counts.hits, counts.partials);
+    for group in groups {
         let (mut low_bits, mut high_bits) = (0u32, 0u32);
         for quarter in 0..4 {
             let i = 16 * group + 4 * quarter;

@@ -2,6 +2,8 @@
 
 use core::arch::x86_64::*;
 
+use core::ops::Range;
+
 use crate::compress::Counts;
 use crate::decompress::{DUMP_ENTRY, Validated, ZERO_ENTRY};
 use crate::format::{self, EARLY_ABORT_WORDS, LOW_MASK};
@@ -31,7 +33,8 @@ fn mask(v: __m256i) -> u32 {
     _mm256_movemask_ps(_mm256_castsi256_ps(v)) as u32
 }
 
-/// Classifies and packs every word of the page (see [`pipeline`]): `s.prev` must hold the
+/// Classifies and packs the words of the 16-word `groups` of the page, continuing from
+/// `counts` (see [`pipeline`]): `s.prev` must hold the
 /// output of [`pipeline::recurrence`] for `page` (`4 * W` bytes, little-endian words).
 ///
 /// # Safety
@@ -42,15 +45,17 @@ pub(crate) unsafe fn classify<const W: usize>(
     page: &[u8],
     s: &mut Scratch<W>,
     early_abort: bool,
+    groups: Range<usize>,
+    counts: Counts,
 ) -> KernelResult {
-    assert!(page.len() == 4 * W && W % 16 == 0);
+    assert!(page.len() == 4 * W && W % 16 == 0 && groups.end <= W / 16);
     let zero = _mm256_setzero_si256();
     let low_mask = _mm256_set1_epi32(LOW_MASK as i32);
     let misses = s.misses.as_mut_ptr();
     let indices = s.indices.as_mut_ptr();
     let lows = s.lows.as_mut_ptr();
-    let (mut m, mut h, mut p) = (0usize, 0usize, 0usize);
-    for group in 0..W / 16 {
+    let (mut m, mut h, mut p) = (counts.misses, counts.hits, counts.partials);
+    for group in groups {
         let (mut low_bits, mut high_bits) = (0u32, 0u32);
         for half in 0..2 {
             let i = 16 * group + 8 * half;
