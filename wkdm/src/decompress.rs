@@ -163,18 +163,20 @@ pub(crate) const DUMP_ENTRY: u8 = 16;
 /// stream data; each word is then `value | upper[read_upper] | lower[read_lower]`.
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(crate) fn resolve_hits<const W: usize>(s: &Scratch<W>, preload: u32, page: &mut [u8]) {
+    let page = &mut page[..4 * W];
     // 256 entries: any `u8` route indexes them without a bounds check.
     let mut upper = [preload & !LOW_MASK; 256];
     let mut lower = [preload & LOW_MASK; 256];
     upper[usize::from(ZERO_ENTRY)] = 0;
     lower[usize::from(ZERO_ENTRY)] = 0;
     let [read_upper, read_lower, write_upper, write_lower] = &s.route;
-    for (i, dst) in page[..4 * W].chunks_exact_mut(4).enumerate() {
-        let value = format::le32(dst);
+    for i in 0..W {
+        let dst: &mut [u8; 4] = (&mut page[4 * i..4 * i + 4]).try_into().expect("4 bytes");
+        let value = u32::from_le_bytes(*dst);
         let w = value | upper[usize::from(read_upper[i])] | lower[usize::from(read_lower[i])];
         upper[usize::from(write_upper[i])] = value & !LOW_MASK;
         lower[usize::from(write_lower[i])] = value & LOW_MASK;
-        dst.copy_from_slice(&w.to_le_bytes());
+        *dst = w.to_le_bytes();
     }
 }
 
