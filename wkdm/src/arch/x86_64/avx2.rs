@@ -1,4 +1,7 @@
 //! AVX2 + BMI2 kernels: 8 words per step.
+//!
+//! Left-pack and expand orders come from 256-entry tables rather than `pext`/`pdep`,
+//! which measured markedly slower here (`pdep` is kept only for the tag bits).
 
 use core::arch::x86_64::*;
 
@@ -10,20 +13,87 @@ use crate::format::{self, EARLY_ABORT_WORDS, LOW_MASK};
 use crate::pipeline::{self, KernelResult};
 use crate::scratch::Scratch;
 
+/// Per 8-bit mask: 0xFF in byte `k` for each set bit `k`.
+static BYTE_MASKS: [u64; 256] = {
+    let mut table = [0u64; 256];
+    let mut mask = 0;
+    while mask < 256 {
+        let mut k = 0;
+        while k < 8 {
+            if mask & (1 << k) != 0 {
+                table[mask] |= 0xFF << (8 * k);
+            }
+            k += 1;
+        }
+        mask += 1;
+    }
+    table
+};
+
+/// Per 8-bit mask: the selected lane numbers, in order, one per byte (left-pack order).
+static PACK_ORDER: [u64; 256] = {
+    let mut table = [0u64; 256];
+    let mut mask = 0;
+    while mask < 256 {
+        let (mut k, mut out) = (0, 0);
+        while k < 8 {
+            if mask & (1 << k) != 0 {
+                table[mask] |= (k as u64) << (8 * out);
+                out += 1;
+            }
+            k += 1;
+        }
+        mask += 1;
+    }
+    table
+};
+
+/// Per 8-bit mask: for each selected lane, its rank among the selected lanes (expand
+/// order); 0 for the other lanes.
+static EXPAND_ORDER: [u64; 256] = {
+    let mut table = [0u64; 256];
+    let mut mask = 0;
+    while mask < 256 {
+        let (mut k, mut rank) = (0, 0);
+        while k < 8 {
+            if mask & (1 << k) != 0 {
+                table[mask] |= (rank as u64) << (8 * k);
+                rank += 1;
+            }
+            k += 1;
+        }
+        mask += 1;
+    }
+    table
+};
+
 /// 0xFF in byte `k` for each bit `k` of an 8-bit mask.
-#[inline]
-#[target_feature(enable = "bmi2")]
+#[inline(always)]
 fn byte_mask(mask: u32) -> u64 {
-    _pdep_u64(u64::from(mask), 0x0101_0101_0101_0101) * 0xFF
+    BYTE_MASKS[(mask & 0xFF) as usize]
+}
+
+/// `pshufb` on 8 bytes: byte `k` of the result is byte `order[k]` (0..8) of `v`.
+#[inline]
+#[target_feature(enable = "ssse3")]
+fn shuffle_bytes(v: u64, order: u64) -> u64 {
+    _mm_cvtsi128_si64(_mm_shuffle_epi8(_mm_cvtsi64_si128(v as i64), _mm_cvtsi64_si128(order as i64))) as u64
+}
+
+/// Eight byte-sized lane numbers widened to `vpermd` indices.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn lane_indices(order: &u64) -> __m256i {
+    // SAFETY: an 8-byte load from a valid `u64`.
+    _mm256_cvtepu8_epi32(unsafe { _mm_loadl_epi64((order as *const u64).cast()) })
 }
 
 /// The `vpermd` indices that move the lanes selected by `mask` (8 bits) to the front, in
-/// order: BMI2 `pext` picks the selected bytes of `0x0706..00`.
+/// order.
 #[inline]
-#[target_feature(enable = "avx2,bmi2")]
+#[target_feature(enable = "avx2")]
 fn left_pack(mask: u32) -> __m256i {
-    let order = _pext_u64(0x0706_0504_0302_0100, byte_mask(mask));
-    _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(order as i64))
+    lane_indices(&PACK_ORDER[(mask & 0xFF) as usize])
 }
 
 /// The sign bits of the 8 lanes.
@@ -79,7 +149,7 @@ pub(crate) unsafe fn classify<const W: usize>(
             let packed_lows = _mm256_permutevar8x32_epi32(_mm256_and_si256(w, low_mask), left_pack(partial));
             let packed_lows =
                 _mm256_permute4x64_epi64::<0b1000>(_mm256_packus_epi32(packed_lows, packed_lows));
-            let packed_slots = _pext_u64(slots, byte_mask(hit));
+            let packed_slots = shuffle_bytes(slots, PACK_ORDER[hit as usize & 0xFF]);
             // SAFETY: m, p, h <= i <= W - 8 before these stores, and each array has
             // SLACK >= 16 items after its W items: every store stays inside.
             unsafe {
@@ -97,7 +167,9 @@ pub(crate) unsafe fn classify<const W: usize>(
                 return KernelResult::EarlyAbort;
             }
         }
-        let tag_word = format::tag_word(low_bits, high_bits);
+        // BMI2: tag k's two bits to bits 2k, 2k + 1, then the stream's cell order.
+        let sequential = _pdep_u32(low_bits, 0x5555_5555) | _pdep_u32(high_bits, 0xAAAA_AAAA);
+        let tag_word = format::sequential_tags(sequential);
         s.tags[4 * group..4 * group + 4].copy_from_slice(&tag_word.to_le_bytes());
     }
     KernelResult::Done(Counts { misses: m, hits: h, partials: p })
@@ -153,8 +225,10 @@ pub(crate) unsafe fn expand_streams<const W: usize>(v: Validated<'_>, s: &mut Sc
                     ),
                 );
                 _mm256_storeu_si256(page.as_mut_ptr().add(4 * i).cast(), values);
-                _pdep_u64(indices.add(hi).cast::<u64>().read_unaligned(), byte_mask(hit))
-                    | _pdep_u64(miss_slots.add(mi).cast::<u64>().read_unaligned(), byte_mask(miss))
+                let hit_slots = indices.add(hi).cast::<u64>().read_unaligned();
+                let miss_slots = miss_slots.add(mi).cast::<u64>().read_unaligned();
+                (shuffle_bytes(hit_slots, EXPAND_ORDER[hit as usize & 0xFF]) & byte_mask(hit))
+                    | (shuffle_bytes(miss_slots, EXPAND_ORDER[miss as usize & 0xFF]) & byte_mask(miss))
             };
             let route = |take: u32, otherwise: u64| {
                 let take = byte_mask(take);
@@ -179,8 +253,7 @@ pub(crate) unsafe fn expand_streams<const W: usize>(v: Validated<'_>, s: &mut Sc
 /// The `vpermd` indices that move lane `j` of a packed vector to the `j`-th lane selected
 /// by `mask` (the inverse of [`left_pack`]); unselected lanes get lane 0.
 #[inline]
-#[target_feature(enable = "avx2,bmi2")]
+#[target_feature(enable = "avx2")]
 fn expand(mask: u32) -> __m256i {
-    let order = _pdep_u64(0x0706_0504_0302_0100, byte_mask(mask));
-    _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(order as i64))
+    lane_indices(&EXPAND_ORDER[(mask & 0xFF) as usize])
 }
