@@ -16,7 +16,7 @@ use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
 
-use crate::{CompressError, PAGE_SIZE, PAGE_WORDS, Page, PageCodec};
+use crate::{CompressError, PAGE_WORDS, Page, PageCodec};
 
 /// A small deterministic generator (SplitMix64): tests and benchmarks stay reproducible
 /// without an RNG dependency.
