@@ -30,6 +30,7 @@ fn conformance_suite() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "same code paths as conformance_suite; too slow twice under Miri")]
 fn conformance_suite_without_early_abort() {
     check_codec(&mut Wkdm::new().with_options(CompressOptions::new().early_abort(false)));
 }
