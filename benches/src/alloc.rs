@@ -9,9 +9,11 @@
 //! - efficiency (payload / bytes held from the page source) when full (~`cold_mb` MiB of
 //!   payload), after freeing a random 60%, and after `compact()` (xvmalloc only: rlsf has no
 //!   compaction and cannot give pages back);
-//! - TSC ticks (shown as ns) per alloc+free pair — free a random live object, allocate one of
-//!   the next size — with ~1k live objects (hot: all in cache) and with the full pool (cold);
-//!   median, p99 and max.
+//! - ns per alloc+free pair — free a random live object, allocate one of the next size —
+//!   with ~1k live objects (hot: all in cache) and with the full pool (cold). The TSC here
+//!   ticks in steps of ~10 ns, so one reading covers a batch of [`BATCH`] pairs and is divided
+//!   by it; median, p99 and max are taken over those per-batch means. The two allocators run
+//!   the same operations, batch by batch interleaved, in the same process.
 //!
 //! rlsf gets memory the way xvmalloc does, one 4 KiB page at a time: when an allocation
 //! fails, one more page is inserted as a free block and the allocation retried.
@@ -133,6 +135,43 @@ impl Allocator for Rlsf<'_> {
     }
 }
 
+/// Alloc+free pairs per timed batch. The TSC here advances in steps of 26 ticks (~10 ns),
+/// coarser than one pair, so each reading covers a batch and is divided by its size.
+pub const BATCH: usize = 64;
+
+/// Per-pair TSC ticks of a set of batches: each figure is a batch's ticks (fence overhead
+/// subtracted once per batch) divided by [`BATCH`], i.e. a mean over `pairs_per_batch` pairs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct PairStats {
+    /// Timed batches.
+    pub batches: usize,
+    /// Pairs per batch.
+    pub pairs_per_batch: usize,
+    /// Smallest batch mean, ticks per pair.
+    pub min: f64,
+    /// Median batch mean (lower median), ticks per pair.
+    pub median: f64,
+    /// 99th percentile of batch means (nearest rank), ticks per pair.
+    pub p99: f64,
+    /// Largest batch mean, ticks per pair.
+    pub max: f64,
+}
+
+impl PairStats {
+    fn from_batches(batch_ticks: &mut [u64], pairs_per_batch: usize) -> PairStats {
+        let t = TickStats::from_ticks(batch_ticks);
+        let per = |x: u64| x as f64 / pairs_per_batch as f64;
+        PairStats {
+            batches: t.count,
+            pairs_per_batch,
+            min: per(t.min),
+            median: per(t.median),
+            p99: per(t.p99),
+            max: per(t.max),
+        }
+    }
+}
+
 /// Figures of one allocator on one size set.
 #[derive(Clone, Debug, Serialize)]
 pub struct AllocReport {
@@ -154,13 +193,13 @@ pub struct AllocReport {
     pub efficiency_after_free: f64,
     /// After compaction (None: the allocator cannot compact).
     pub efficiency_after_compact: Option<f64>,
-    /// Ticks per alloc+free pair with ~1k live objects.
-    pub hot_pair: TickStats,
-    /// Ticks per alloc+free pair with the full pool live.
-    pub cold_pair: TickStats,
-    /// ns per pair, hot: median, p99, max.
+    /// Ticks per alloc+free pair with ~1k live objects (per-batch means).
+    pub hot_pair: PairStats,
+    /// Ticks per alloc+free pair with the full pool live (per-batch means).
+    pub cold_pair: PairStats,
+    /// ns per pair, hot: median, p99, max of the per-batch means.
     pub hot_ns: [f64; 3],
-    /// ns per pair, cold: median, p99, max.
+    /// ns per pair, cold: median, p99, max of the per-batch means.
     pub cold_ns: [f64; 3],
 }
 
@@ -168,110 +207,104 @@ fn ratio((payload, held): (u64, u64)) -> f64 {
     if held == 0 { 1.0 } else { payload as f64 / held as f64 }
 }
 
-/// Times `pairs` alloc+free pairs on a pool holding `live`: each frees a random live object
-/// and allocates the next size in its place.
-fn time_pairs<A: Allocator>(
-    timer: &Timer,
-    a: &mut A,
-    live: &mut [A::Object],
-    sizes: &[usize],
-    next: &mut usize,
-    rng: &mut Rng,
-    pairs: usize,
-) -> TickStats {
-    let mut ticks = Vec::with_capacity(pairs);
-    for _ in 0..pairs {
-        let i = rng.below(live.len() as u64) as usize;
-        let len = sizes[*next % sizes.len()];
-        *next += 1;
-        let old = live[i];
-        let (t, new) = timer.time(|| {
-            a.free(old);
-            a.alloc(len)
+/// One allocator with its live objects and its own copy of the operation stream: both
+/// allocators start from the same seed and position, so they see identical operations.
+struct Workload<A: Allocator> {
+    pool: A,
+    live: Vec<A::Object>,
+    rng: Rng,
+    next: usize,
+}
+
+impl<A: Allocator> Workload<A> {
+    fn new(pool: A) -> Self {
+        Workload { pool, live: Vec::new(), rng: Rng::new(0x5eed), next: 0 }
+    }
+
+    fn alloc_next(&mut self, sizes: &[usize]) {
+        let len = sizes[self.next % sizes.len()];
+        self.next += 1;
+        self.live.push(self.pool.alloc(len));
+    }
+
+    /// Times [`BATCH`] pairs, each freeing a random live object and allocating the next size
+    /// in its place. The victims and sizes are drawn before the clock starts.
+    fn batch(&mut self, timer: &Timer, sizes: &[usize]) -> u64 {
+        let mut plan = [(0usize, 0usize); BATCH];
+        for step in &mut plan {
+            *step = (self.rng.below(self.live.len() as u64) as usize, sizes[self.next % sizes.len()]);
+            self.next += 1;
+        }
+        let (pool, live) = (&mut self.pool, &mut self.live);
+        let (ticks, ()) = timer.time(|| {
+            for &(i, len) in &plan {
+                pool.free(live[i]);
+                live[i] = pool.alloc(len);
+            }
         });
-        live[i] = new;
-        ticks.push(t);
+        ticks
     }
-    TickStats::from_ticks(&mut ticks)
+
+    fn free_all(&mut self) {
+        for o in self.live.drain(..) {
+            self.pool.free(o);
+        }
+    }
 }
 
-/// Runs the whole benchmark for one allocator on `sizes` (shuffled), filling to `cold_mb`.
-pub fn bench_allocator<A: Allocator>(
+/// Times `batches` batches on each of `a` and `b`, interleaved batch by batch (the order
+/// alternates, so neither always runs right after the other), after one untimed warm-up
+/// batch each.
+fn time_interleaved<A: Allocator, B: Allocator>(
     timer: &Timer,
-    make: &mut dyn FnMut() -> A,
-    sizes_from: &str,
+    a: &mut Workload<A>,
+    b: &mut Workload<B>,
     sizes: &[usize],
-    cold_mb: usize,
-    pairs: usize,
-) -> AllocReport {
-    let mut rng = Rng::new(0x5eed);
-    let mut shuffled = sizes.to_vec();
-    for i in (1..shuffled.len()).rev() {
-        shuffled.swap(i, rng.below(i as u64 + 1) as usize);
+    batches: usize,
+) -> (PairStats, PairStats) {
+    a.batch(timer, sizes);
+    b.batch(timer, sizes);
+    let (mut ta, mut tb) = (Vec::with_capacity(batches), Vec::with_capacity(batches));
+    for k in 0..batches {
+        if k % 2 == 0 {
+            ta.push(a.batch(timer, sizes));
+            tb.push(b.batch(timer, sizes));
+        } else {
+            tb.push(b.batch(timer, sizes));
+            ta.push(a.batch(timer, sizes));
+        }
     }
-    let sizes = &shuffled[..];
-    let mean_size = sizes.iter().sum::<usize>() as f64 / sizes.len().max(1) as f64;
-    let mut next = 0usize;
-
-    // Hot: ~1k live objects.
-    let mut hot = make();
-    let mut live: Vec<A::Object> = (0..1000)
-        .map(|_| {
-            next += 1;
-            hot.alloc(sizes[(next - 1) % sizes.len()])
-        })
-        .collect();
-    let hot_pair = time_pairs(timer, &mut hot, &mut live, sizes, &mut next, &mut rng, pairs);
-    let name = hot.name().to_string();
-    for o in live.drain(..) {
-        hot.free(o);
-    }
-    drop(hot);
-
-    // Cold: fill to `cold_mb` MiB of payload.
-    let mut pool = make();
-    let target = (cold_mb as u64) << 20;
-    while pool.usage().0 < target {
-        let len = sizes[next % sizes.len()];
-        next += 1;
-        live.push(pool.alloc(len));
-    }
-    let objects_full = live.len();
-    let full = pool.usage();
-    let cold_pair = time_pairs(timer, &mut pool, &mut live, sizes, &mut next, &mut rng, pairs);
-
-    // Free a random 60%.
-    for i in (1..live.len()).rev() {
-        live.swap(i, rng.below(i as u64 + 1) as usize);
-    }
-    let keep = live.len() - live.len() * 6 / 10;
-    for o in live.drain(keep..) {
-        pool.free(o);
-    }
-    let after_free = ratio(pool.usage());
-    let after_compact = pool.compact().then(|| ratio(pool.usage()));
-    for o in live.drain(..) {
-        pool.free(o);
-    }
-    let ns = |s: &TickStats| [timer.ns(s.median as f64), timer.ns(s.p99 as f64), timer.ns(s.max as f64)];
-    AllocReport {
-        allocator: name,
-        sizes_from: sizes_from.to_string(),
-        size_samples: sizes.len(),
-        mean_size,
-        objects_full,
-        payload_mib_full: full.0 as f64 / f64::from(1 << 20),
-        efficiency_full: ratio(full),
-        efficiency_after_free: after_free,
-        efficiency_after_compact: after_compact,
-        hot_ns: ns(&hot_pair),
-        cold_ns: ns(&cold_pair),
-        hot_pair,
-        cold_pair,
-    }
+    (PairStats::from_batches(&mut ta, BATCH), PairStats::from_batches(&mut tb, BATCH))
 }
 
-/// xvmalloc and rlsf on `sizes`, in the same run.
+/// Efficiency figures of a full pool: full, after freeing a random 60%, after compaction.
+struct Density {
+    objects_full: usize,
+    full: (u64, u64),
+    after_free: f64,
+    after_compact: Option<f64>,
+}
+
+/// Frees a random 60% of `w`'s objects, compacts, then frees the rest.
+fn density<A: Allocator>(w: &mut Workload<A>, full: (u64, u64)) -> Density {
+    let objects_full = w.live.len();
+    let mut rng = Rng::new(0x60);
+    for i in (1..w.live.len()).rev() {
+        w.live.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    let keep = w.live.len() - w.live.len() * 6 / 10;
+    for o in w.live.drain(keep..) {
+        w.pool.free(o);
+    }
+    let after_free = ratio(w.pool.usage());
+    let after_compact = w.pool.compact().then(|| ratio(w.pool.usage()));
+    w.free_all();
+    Density { objects_full, full, after_free, after_compact }
+}
+
+/// xvmalloc and rlsf on `sizes` (shuffled), in the same run: `pairs` alloc+free pairs each
+/// (in batches of [`BATCH`], interleaved between the two) with ~1k live objects (hot), then
+/// with `cold_mb` MiB of payload live (cold); then the efficiency figures of the full pools.
 pub fn bench_both(
     timer: &Timer,
     sizes_from: &str,
@@ -279,27 +312,61 @@ pub fn bench_both(
     cold_mb: usize,
     pairs: usize,
 ) -> Vec<AllocReport> {
-    let xv = bench_allocator(
-        timer,
-        &mut || Xv(xvmalloc::Pool::new(xvmalloc::HeapSource::new())),
-        sizes_from,
-        sizes,
-        cold_mb,
-        pairs,
-    );
-    // rlsf's arena: the payload target plus generous room for its fragmentation.
-    let mut arena = Box::<[u8]>::new_uninit_slice((cold_mb << 20) * 2 + (16 << 20));
+    let mut rng = Rng::new(0x5eed);
+    let mut shuffled = sizes.to_vec();
+    for i in (1..shuffled.len()).rev() {
+        shuffled.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    let sizes = &shuffled[..];
+    let mean_size = sizes.iter().sum::<usize>() as f64 / sizes.len().max(1) as f64;
+    let batches = pairs.div_ceil(BATCH).max(1);
+    let new_xv = || Workload::new(Xv(xvmalloc::Pool::new(xvmalloc::HeapSource::new())));
+
+    // Hot: ~1k live objects.
     let mut hot_arena = Box::<[u8]>::new_uninit_slice(16 << 20);
-    let (mut arena_ref, mut hot_ref) = (Some(&mut arena[..]), Some(&mut hot_arena[..]));
-    let rl = bench_allocator(
-        timer,
-        &mut || Rlsf::new(hot_ref.take().or_else(|| arena_ref.take()).expect("two pools: hot then cold")),
-        sizes_from,
-        sizes,
-        cold_mb,
-        pairs,
-    );
-    vec![xv, rl]
+    let (hot_xv, hot_rl) = {
+        let (mut xv, mut rl) = (new_xv(), Workload::new(Rlsf::new(&mut hot_arena)));
+        for _ in 0..1000 {
+            xv.alloc_next(sizes);
+            rl.alloc_next(sizes);
+        }
+        let stats = time_interleaved(timer, &mut xv, &mut rl, sizes, batches);
+        xv.free_all();
+        rl.free_all();
+        stats
+    };
+    drop(hot_arena);
+
+    // Cold: both filled to `cold_mb` MiB of payload. rlsf's arena: the payload target plus
+    // generous room for its fragmentation.
+    let mut arena = Box::<[u8]>::new_uninit_slice((cold_mb << 20) * 2 + (16 << 20));
+    let (mut xv, mut rl) = (new_xv(), Workload::new(Rlsf::new(&mut arena)));
+    let target = (cold_mb as u64) << 20;
+    while xv.pool.usage().0 < target {
+        xv.alloc_next(sizes);
+        rl.alloc_next(sizes);
+    }
+    let (full_xv, full_rl) = (xv.pool.usage(), rl.pool.usage());
+    let (cold_xv, cold_rl) = time_interleaved(timer, &mut xv, &mut rl, sizes, batches);
+    let (dens_xv, dens_rl) = (density(&mut xv, full_xv), density(&mut rl, full_rl));
+
+    let ns = |s: &PairStats| [timer.ns(s.median), timer.ns(s.p99), timer.ns(s.max)];
+    let report = |name: &str, d: Density, hot: PairStats, cold: PairStats| AllocReport {
+        allocator: name.to_string(),
+        sizes_from: sizes_from.to_string(),
+        size_samples: sizes.len(),
+        mean_size,
+        objects_full: d.objects_full,
+        payload_mib_full: d.full.0 as f64 / f64::from(1 << 20),
+        efficiency_full: ratio(d.full),
+        efficiency_after_free: d.after_free,
+        efficiency_after_compact: d.after_compact,
+        hot_ns: ns(&hot),
+        cold_ns: ns(&cold),
+        hot_pair: hot,
+        cold_pair: cold,
+    };
+    vec![report(xv.pool.name(), dens_xv, hot_xv, cold_xv), report(rl.pool.name(), dens_rl, hot_rl, cold_rl)]
 }
 
 /// The table of allocator reports.
@@ -317,8 +384,8 @@ pub fn table(reports: &[AllocReport]) -> String {
         "full",
         "60%free",
         "compact",
-        "hot pair ns med/p99/max",
-        "cold pair ns med/p99/max"
+        "hot ns/pair med/p99/max",
+        "cold ns/pair med/p99/max"
     );
     for r in reports {
         let _ = writeln!(
@@ -338,6 +405,14 @@ pub fn table(reports: &[AllocReport]) -> String {
             r.cold_ns[0],
             r.cold_ns[1],
             r.cold_ns[2]
+        );
+    }
+    if let Some(r) = reports.first() {
+        let _ = writeln!(
+            s,
+            "ns/pair: TSC ticks of a batch of {} alloc+free pairs / {}; median, p99 and max over {} batches \
+             per figure; xvmalloc and rlsf run the same operations, interleaved batch by batch",
+            r.hot_pair.pairs_per_batch, r.hot_pair.pairs_per_batch, r.hot_pair.batches
         );
     }
     s
@@ -365,17 +440,23 @@ mod tests {
     fn both_allocators_report_sane_figures() {
         let timer = Timer::with_clock(Clock::Instant);
         let sizes: Vec<usize> = (0..500).map(|i| 100 + (i * 37) % 2900).collect();
-        let reports = bench_both(&timer, "test", &sizes, 2, 200);
+        let reports = bench_both(&timer, "test", &sizes, 2, 10 * BATCH);
         assert_eq!(reports.len(), 2);
         for r in &reports {
             assert!(r.payload_mib_full >= 2.0, "{r:?}");
             assert!(r.efficiency_full > 0.5 && r.efficiency_full <= 1.0, "{r:?}");
             assert!(r.efficiency_after_free <= r.efficiency_full, "{r:?}");
-            assert_eq!(r.hot_pair.count, 200);
+            assert_eq!((r.hot_pair.batches, r.cold_pair.batches), (10, 10));
+            assert_eq!(r.hot_pair.pairs_per_batch, BATCH);
+            assert!(r.hot_pair.min <= r.hot_pair.median && r.hot_pair.median <= r.hot_pair.p99, "{r:?}");
+            assert!(r.hot_pair.p99 <= r.hot_pair.max && r.hot_pair.median > 0.0, "{r:?}");
         }
         let xv = &reports[0];
         assert!(xv.efficiency_after_compact.unwrap() > xv.efficiency_after_free, "{xv:?}");
         assert!(reports[1].efficiency_after_compact.is_none());
         assert!(table(&reports).contains("rlsf"));
+        assert!(table(&reports).contains("batch of 64"));
+        // Both allocators saw the same operations: the same objects when full.
+        assert_eq!(reports[0].objects_full, reports[1].objects_full);
     }
 }
