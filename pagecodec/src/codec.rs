@@ -60,33 +60,27 @@ pub trait PageCodec {
     fn decompress(&mut self, input: &[u8], page: &mut Page) -> Result<(), DecompressError>;
 }
 
-impl<C: PageCodec + ?Sized> PageCodec for &mut C {
-    fn name(&self) -> &'static str {
-        (**self).name()
-    }
-    fn max_compressed_len(&self) -> usize {
-        (**self).max_compressed_len()
-    }
-    fn compress(&mut self, page: &Page, out: &mut [u8]) -> Result<usize, CompressError> {
-        (**self).compress(page, out)
-    }
-    fn decompress(&mut self, input: &[u8], page: &mut Page) -> Result<(), DecompressError> {
-        (**self).decompress(input, page)
-    }
+/// Forwards every method to the codec behind a pointer, so `&mut C` and `Box<C>` (including
+/// `Box<dyn PageCodec>`) are codecs too.
+macro_rules! forward_page_codec {
+    ($($pointer:ty),+) => {$(
+        impl<C: PageCodec + ?Sized> PageCodec for $pointer {
+            fn name(&self) -> &'static str {
+                (**self).name()
+            }
+            fn max_compressed_len(&self) -> usize {
+                (**self).max_compressed_len()
+            }
+            fn compress(&mut self, page: &Page, out: &mut [u8]) -> Result<usize, CompressError> {
+                (**self).compress(page, out)
+            }
+            fn decompress(&mut self, input: &[u8], page: &mut Page) -> Result<(), DecompressError> {
+                (**self).decompress(input, page)
+            }
+        }
+    )+};
 }
 
+forward_page_codec!(&mut C);
 #[cfg(feature = "alloc")]
-impl<C: PageCodec + ?Sized> PageCodec for alloc::boxed::Box<C> {
-    fn name(&self) -> &'static str {
-        (**self).name()
-    }
-    fn max_compressed_len(&self) -> usize {
-        (**self).max_compressed_len()
-    }
-    fn compress(&mut self, page: &Page, out: &mut [u8]) -> Result<usize, CompressError> {
-        (**self).compress(page, out)
-    }
-    fn decompress(&mut self, input: &[u8], page: &mut Page) -> Result<(), DecompressError> {
-        (**self).decompress(input, page)
-    }
-}
+forward_page_codec!(alloc::boxed::Box<C>);
