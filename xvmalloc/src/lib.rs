@@ -13,7 +13,8 @@
 //!   and [`Pool::compact`] moves objects out of sparse chunks;
 //! - **safe handles**: a [`Handle`] (8 bytes, `Copy`) indexes a slot table, so it survives
 //!   compaction; generations make stale or forged handles an error, never undefined
-//!   behaviour. The crate has no `unsafe` code.
+//!   behaviour. The only `unsafe` code is two 4-byte header accesses that stay in their
+//!   chunk by masking, whatever the pool's state.
 //!
 //! ```
 //! use xvmalloc::{HeapSource, Pool};
@@ -33,13 +34,15 @@
 //! Without the `alloc` feature only the [`PageSource`] trait, [`Handle`] and the error
 //! types are available: the pool's tables live on the heap.
 #![no_std]
-#![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[cfg(feature = "alloc")]
 extern crate alloc;
 
+// The only `unsafe` of the crate: unchecked 4-byte header and link accesses, kept inside the
+// chunk by masking (see `block::read_u32`).
 #[cfg(feature = "alloc")]
+#[allow(unsafe_code)]
 mod block;
 #[cfg(feature = "alloc")]
 mod classes;

@@ -149,7 +149,7 @@ impl<S: PageSource> Pool<S> {
     }
 
     /// [`alloc`](Self::alloc), also returning the block's address.
-    #[inline]
+    #[inline(always)]
     fn alloc_at(&mut self, len: usize) -> Result<(Handle, u32), AllocError> {
         if len == 0 || len > self.max_alloc {
             return Err(AllocError::InvalidSize { len, max: self.max_alloc });
@@ -192,13 +192,20 @@ impl<S: PageSource> Pool<S> {
     /// generation, [`HandleError::Unknown`] for an index never issued. Nothing changes then.
     #[inline]
     pub fn free(&mut self, handle: Handle) -> Result<(), HandleError> {
-        let (addr, len) = self.locate(&handle)?;
-        let header = self.header(addr);
-        self.counters.payload -= len as u64;
-        self.counters.allocated_units -= u64::from(header.size());
+        let slot = self.slots.get_mut(handle.index as usize).ok_or(HandleError::Unknown)?;
+        if slot.len == 0 || slot.generation != handle.generation {
+            return Err(HandleError::Stale);
+        }
+        let (addr, len) = (slot.addr, slot.len);
+        // Release the slot while it is at hand (see `release_slot`).
+        slot.generation = slot.generation.wrapping_add(1);
+        slot.len = 0;
+        slot.addr = self.free_slot;
+        self.free_slot = handle.index;
+        let units = self.free_block(addr);
+        self.counters.payload -= u64::from(len);
+        self.counters.allocated_units -= u64::from(units);
         self.counters.objects -= 1;
-        self.release_slot(handle.index);
-        self.free_block(addr, header);
         Ok(())
     }
 
@@ -275,6 +282,7 @@ impl<S: PageSource> Pool<S> {
         Ok((slot.addr, slot.len as usize))
     }
 
+    #[inline(always)]
     fn new_slot(&mut self, addr: u32, len: u32) -> Handle {
         let index = self.free_slot;
         if index == NIL {
@@ -286,14 +294,6 @@ impl<S: PageSource> Pool<S> {
         self.free_slot = slot.addr;
         *slot = Slot { generation: slot.generation, addr, len };
         Handle { index, generation: slot.generation }
-    }
-
-    fn release_slot(&mut self, index: u32) {
-        let slot = &mut self.slots[index as usize];
-        slot.generation = slot.generation.wrapping_add(1);
-        slot.len = 0;
-        slot.addr = self.free_slot;
-        self.free_slot = index;
     }
 
     // ---- chunk memory --------------------------------------------------------------------
@@ -346,7 +346,7 @@ impl<S: PageSource> Pool<S> {
     /// Lists are doubly linked except that the head's `prev` field is never read (a block
     /// is the head iff the class head names it), which saves a write to another block on
     /// every pop.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn link(&mut self, addr: u32, units: u32) {
         let class = class_of(units);
         let head = self.classes.heads[class];
@@ -356,7 +356,7 @@ impl<S: PageSource> Pool<S> {
     }
 
     /// The rest of [`link`](Self::link) once the block's `next` field holds `head`.
-    #[inline]
+    #[inline(always)]
     fn finish_link(&mut self, addr: u32, class: usize, head: u32) {
         if head != NIL {
             self.set_link_field(head, Self::PREV, addr);
@@ -367,12 +367,23 @@ impl<S: PageSource> Pool<S> {
     }
 
     /// Takes the free block at `addr` of `units` out of its class.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn unlink(&mut self, addr: u32, units: u32) {
-        let class = class_of(units);
         let at = self.byte_offset(addr);
-        let buf = self.buf(addr);
-        let next = read_u32(buf, at + Self::NEXT);
+        let links = Self::links(self.buf(addr), at);
+        self.unlink_read(addr, class_of(units), links);
+    }
+
+    /// The `(next, prev)` links of the free block at byte `at` of `buf`.
+    #[inline(always)]
+    fn links(buf: &[u8], at: usize) -> (u32, u32) {
+        (read_u32(buf, at + Self::NEXT), read_u32(buf, at + Self::PREV))
+    }
+
+    /// [`unlink`](Self::unlink) of the block at `addr` in `class` whose `(next, prev)` links
+    /// were just read (`prev` is meaningless for a class head and is not used then).
+    #[inline(always)]
+    fn unlink_read(&mut self, addr: u32, class: usize, (next, prev): (u32, u32)) {
         if self.classes.heads[class] == addr {
             self.classes.heads[class] = next;
             if next == NIL {
@@ -380,7 +391,6 @@ impl<S: PageSource> Pool<S> {
             }
             return;
         }
-        let prev = read_u32(buf, at + Self::PREV);
         self.set_link_field(prev, Self::NEXT, next);
         if next != NIL {
             self.set_link_field(next, Self::PREV, prev);
@@ -390,7 +400,7 @@ impl<S: PageSource> Pool<S> {
     /// Takes a free block of at least `want` units from the lists, splits off the rest and
     /// marks it allocated. Returns its address and actual size (a remainder too small to be
     /// a block stays inside the allocation).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn take_block(&mut self, want: u32) -> Option<(u32, u32)> {
         let class = self.classes.find(want)?;
         let addr = self.classes.heads[class];
@@ -429,37 +439,49 @@ impl<S: PageSource> Pool<S> {
     }
 
     /// Turns the allocated block at `addr` into a free one, merging both neighbours, and
-    /// gives the chunk back if it became wholly free.
-    #[inline]
-    pub(crate) fn free_block(&mut self, addr: u32, header: Header) {
+    /// gives the chunk back if it became wholly free. Returns the units the object held.
+    ///
+    /// The block and both neighbours share a chunk: their headers and the neighbours' links
+    /// are read in one visit to the chunk table, and the merged block is written in another.
+    #[inline(always)]
+    pub(crate) fn free_block(&mut self, addr: u32) -> u32 {
         let at = self.byte_offset(addr);
         let chunk_bytes = self.chunk_size;
         let buf = self.buf(addr);
-        let mut size = header.size();
-        let mut prev = header.prev();
-        let end = at + size as usize * UNIT;
-        // Neighbours' headers, read once while the chunk is at hand.
-        let next =
+        let header = Header::from_bits(read_u32(buf, at));
+        let units = header.size();
+        let end = at + units as usize * UNIT;
+        let prev_units = header.prev();
+        // A free neighbour's header and list links (next, prev): a free block is at least
+        // two units long, so its links lie inside the chunk.
+        let after =
             if end < chunk_bytes { Header::from_bits(read_u32(buf, end)) } else { Header::new(0, 0, false) };
-        let before = if prev != 0 {
-            Header::from_bits(read_u32(buf, at - prev as usize * UNIT))
+        let after_links = if after.is_free() { Self::links(buf, end) } else { (NIL, NIL) };
+        let before_at = at - prev_units as usize * UNIT;
+        let before = if prev_units != 0 {
+            Header::from_bits(read_u32(buf, before_at))
         } else {
             Header::new(0, 0, false)
         };
-        let mut start = addr;
-        if next.is_free() {
-            self.unlink(addr + size, next.size());
-            size += next.size();
+        let before_links = if before.is_free() { Self::links(buf, before_at) } else { (NIL, NIL) };
+
+        let (mut start, mut size, mut prev) = (addr, units, prev_units);
+        if after.is_free() {
+            self.unlink_read(addr + units, class_of(after.size()), after_links);
+            size += after.size();
         }
         if before.is_free() {
-            start = addr - prev;
-            self.unlink(start, before.size());
+            start = addr - prev_units;
+            // Unlinking `after` may have rewritten the links of `before` (neighbours on one list).
+            let before_links =
+                if after.is_free() { Self::links(self.buf(start), before_at) } else { before_links };
+            self.unlink_read(start, class_of(before.size()), before_links);
             size += before.size();
             prev = before.prev();
         }
         if size == self.chunk_units {
             self.release_chunk(start >> self.shift, false);
-            return;
+            return units;
         }
         let start_at = self.byte_offset(start);
         let class = class_of(size);
@@ -473,6 +495,7 @@ impl<S: PageSource> Pool<S> {
             write_u32(buf, after, h.with_prev(size).bits());
         }
         self.finish_link(start, class, head);
+        units
     }
 
     /// Acquires a chunk and lists it as one free block.
