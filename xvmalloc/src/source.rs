@@ -10,7 +10,7 @@ use core::ops::DerefMut;
 /// chunks from the global allocator.
 ///
 /// A chunk is any owned buffer that dereferences to a byte slice (`Box<[u8]>`,
-/// `&'static mut [u8]` from an arena, ...), so the pool itself never needs `unsafe`.
+/// `&'static mut [u8]` from an arena, ...), so the pool never handles raw pointers to it.
 ///
 /// ```
 /// use xvmalloc::PageSource;
