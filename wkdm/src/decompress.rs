@@ -146,39 +146,9 @@ pub(crate) fn expand<const W: usize>(v: Validated<'_>, s: &Scratch<W>, preload: 
     }
 }
 
-/// Dictionary entry that is never written and stays 0 (read by words that take no bits
-/// from the dictionary).
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-pub(crate) const ZERO_ENTRY: u8 = 32;
 /// Dictionary entry that absorbs the stores of words that must not change the dictionary.
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(crate) const DUMP_ENTRY: u8 = 16;
-
-/// The second stage of the SIMD decoders. `page` already holds each MISS word, the low
-/// bits of each PARTIAL word and 0 elsewhere; `route` holds, per word, the dictionary
-/// entries to read the upper bits from, to read the low bits from, to store the upper
-/// bits to and to store the low bits to ([`ZERO_ENTRY`] / [`DUMP_ENTRY`] when the word
-/// takes or gives nothing). The dictionary is kept as two halves so no store depends on a
-/// load: `upper` is written only by misses and `lower` by misses and partials, both from
-/// stream data; each word is then `value | upper[read_upper] | lower[read_lower]`.
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-pub(crate) fn resolve_hits<const W: usize>(s: &Scratch<W>, preload: u32, page: &mut [u8]) {
-    let page = &mut page[..4 * W];
-    // 256 entries: any `u8` route indexes them without a bounds check.
-    let mut upper = [preload & !LOW_MASK; 256];
-    let mut lower = [preload & LOW_MASK; 256];
-    upper[usize::from(ZERO_ENTRY)] = 0;
-    lower[usize::from(ZERO_ENTRY)] = 0;
-    let [read_upper, read_lower, write_upper, write_lower] = &s.route;
-    for i in 0..W {
-        let dst: &mut [u8; 4] = (&mut page[4 * i..4 * i + 4]).try_into().expect("4 bytes");
-        let value = u32::from_le_bytes(*dst);
-        let w = value | upper[usize::from(read_upper[i])] | lower[usize::from(read_lower[i])];
-        upper[usize::from(write_upper[i])] = value & !LOW_MASK;
-        lower[usize::from(write_lower[i])] = value & LOW_MASK;
-        *dst = w.to_le_bytes();
-    }
-}
 
 /// Decodes the sparse form (word 0 is the magic) into `page`.
 pub(crate) fn expand_sparse(input: &[u8], page: &mut [u8]) -> Result<(), DecompressError> {

@@ -344,8 +344,11 @@ impl<const WORDS: usize> WkdmCodec<WORDS> {
                 decompress::decompress_with::<WORDS>(input, &mut self.scratch, page, |v, s, page| {
                     // SAFETY: `self.path` is only ever set to an available path, so AVX2 and
                     // BMI2 are present; `v` and `s` come from `validate` on this stream.
-                    unsafe { arch::x86_64::avx2::expand_streams::<WORDS>(v, s, page) };
-                    decompress::resolve_hits::<WORDS>(s, preload, page);
+                    // `expand_streams` writes the word routes that `resolve_chunks` reads.
+                    unsafe {
+                        arch::x86_64::avx2::expand_streams::<WORDS>(v, s, page);
+                        arch::x86_64::avx2::resolve_chunks::<WORDS>(s, preload, page);
+                    }
                 })
             }
             _ => decompress::decompress::<WORDS>(input, &mut self.scratch, preload, page),

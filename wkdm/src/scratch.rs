@@ -67,10 +67,14 @@ pub(crate) struct Scratch<const W: usize> {
     /// 8-byte loads.
     #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
     pub(crate) slots: Padded<u8, W>,
-    /// SIMD decoders: per word, the dictionary entries to read the upper bits from, read
-    /// the low bits from, store the upper bits to and store the low bits to.
+    /// AVX2 decoder: per word, the dictionary entry it reads and writes (bits 0-4; a dump
+    /// entry for zero words) and its tag (bits 5-6).
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-    pub(crate) route: [[u8; W]; 4],
+    pub(crate) word_routes: [u8; W],
+    /// AVX2 decoder: per word, its value decoded against an unknown chunk-initial
+    /// dictionary, with taint bits above bit 31 (see `avx2::resolve_chunks`).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(crate) wide: [u64; W],
     /// SIMD decoders: the slot of each missed word, with slack for 8-byte loads.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(crate) miss_slots: Padded<u8, W>,
@@ -86,7 +90,8 @@ impl<const W: usize> Scratch<W> {
             lows: Padded::new(0),
             prev: [0; W],
             slots: Padded::new(0),
-            route: [[0; W]; 4],
+            word_routes: [0; W],
+            wide: [0; W],
             miss_slots: Padded::new(0),
         }
     }

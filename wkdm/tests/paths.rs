@@ -5,7 +5,7 @@ use proptest::prelude::*;
 
 use pagecodec::testing::{check_codec, sample_pages};
 use pagecodec::{Page, PageCodec};
-use wkdm::{CompressOptions, Path, Wkdm, Wkdm16K, XNU_LIMIT_4K};
+use wkdm::{CompressOptions, DictionaryPreload, Path, Wkdm, Wkdm16K, XNU_LIMIT_4K};
 
 fn paths() -> Vec<Path> {
     let paths: Vec<Path> = Path::available().collect();
@@ -60,6 +60,45 @@ fn every_path_matches_scalar_on_every_page_class() {
     for path in paths() {
         for sample in sample_pages() {
             same_as_scalar_4k(path, &sample.page, &sample.label);
+        }
+    }
+}
+
+/// Every prefix and bit flip of every page class's stream: each path gives the scalar
+/// decoder's verdict and page, with both dictionary preloads, whatever the page held.
+#[test]
+#[cfg_attr(miri, ignore = "only the scalar path exists under Miri")]
+fn every_path_decodes_damaged_streams_like_scalar() {
+    let decode = |path: Path, preload: DictionaryPreload, stream: &[u8], fill: u8| {
+        let mut codec = Wkdm::new().with_path(path).unwrap().with_preload(preload);
+        let mut page = Page::filled(fill);
+        let r = codec.decompress(stream, &mut page);
+        (r, page)
+    };
+    for sample in sample_pages() {
+        let mut stream = vec![0u8; 4368];
+        // Incompressible classes have no stream to damage.
+        let Ok(n) = Wkdm::new().compress(&sample.page, &mut stream) else { continue };
+        let stream = &stream[..n];
+        let mut cases: Vec<Vec<u8>> = (0..n).step_by(7).map(|len| stream[..len].to_vec()).collect();
+        for bit in (0..8 * n).step_by(5) {
+            let mut damaged = stream.to_vec();
+            damaged[bit / 8] ^= 1 << (bit % 8);
+            cases.push(damaged);
+        }
+        for case in &cases {
+            for preload in [DictionaryPreload::Zero, DictionaryPreload::One] {
+                let (ra, pa) = decode(Path::Scalar, preload, case, 0);
+                for path in paths() {
+                    for fill in [0, 0xFF] {
+                        let (rb, pb) = decode(path, preload, case, fill);
+                        assert_eq!(ra, rb, "{path}: {}: verdict", sample.label);
+                        if ra.is_ok() {
+                            assert!(pa == pb, "{path}: {}: page", sample.label);
+                        }
+                    }
+                }
+            }
         }
     }
 }

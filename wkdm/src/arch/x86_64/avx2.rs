@@ -8,7 +8,7 @@ use core::arch::x86_64::*;
 use core::ops::Range;
 
 use crate::compress::Counts;
-use crate::decompress::{DUMP_ENTRY, Validated, ZERO_ENTRY};
+use crate::decompress::{DUMP_ENTRY, Validated};
 use crate::format::{self, EARLY_ABORT_WORDS, LOW_MASK};
 use crate::pipeline::{self, KernelResult};
 use crate::scratch::Scratch;
@@ -175,9 +175,9 @@ pub(crate) unsafe fn classify<const W: usize>(
     KernelResult::Done(Counts { misses: m, hits: h, partials: p })
 }
 
-/// First stage of the decoder (see [`resolve_hits`](crate::decompress::resolve_hits)): expands the validated
-/// misses and low bits into their words of `page` (0 elsewhere) and writes each word's
-/// dictionary routes into `s.route`, 8 words per step.
+/// First stage of the decoder (see [`resolve_chunks`]): expands the validated misses and
+/// low bits into their words of `page` (0 elsewhere) and writes each word's dictionary
+/// slot and tag into `s.word_routes`, 8 words per step.
 ///
 /// # Safety
 ///
@@ -193,8 +193,7 @@ pub(crate) unsafe fn expand_streams<const W: usize>(v: Validated<'_>, s: &mut Sc
     let three = _mm256_set1_epi32(3);
     let one = _mm256_set1_epi32(1);
     let two = _mm256_set1_epi32(2);
-    let every_byte = |b: u8| u64::from(b) * 0x0101_0101_0101_0101;
-    let (zero_entry, dump_entry) = (every_byte(ZERO_ENTRY), every_byte(DUMP_ENTRY));
+    let dump_entry = u64::from(DUMP_ENTRY) * 0x0101_0101_0101_0101;
     let misses = s.misses.as_ptr();
     let miss_slots = s.miss_slots.as_ptr();
     let lows = s.lows.as_ptr();
@@ -210,7 +209,6 @@ pub(crate) unsafe fn expand_streams<const W: usize>(v: Validated<'_>, s: &mut Sc
             let partial_lanes = _mm256_cmpeq_epi32(t, one);
             let (miss, partial) = (mask(miss_lanes), mask(partial_lanes));
             let hit = mask(_mm256_cmpeq_epi32(_mm256_and_si256(t, one), one));
-            let exact = hit & !partial;
             // SAFETY: the counters are <= the validated counts <= W, and the scratch
             // arrays have SLACK >= 16 readable items after their W items (stale values
             // there are masked off); the page store covers words i..i + 8 <= W.
@@ -230,19 +228,11 @@ pub(crate) unsafe fn expand_streams<const W: usize>(v: Validated<'_>, s: &mut Sc
                 (shuffle_bytes(hit_slots, EXPAND_ORDER[hit as usize & 0xFF]) & byte_mask(hit))
                     | (shuffle_bytes(miss_slots, EXPAND_ORDER[miss as usize & 0xFF]) & byte_mask(miss))
             };
-            let route = |take: u32, otherwise: u64| {
-                let take = byte_mask(take);
-                (slots & take) | (otherwise & !take)
-            };
-            let routes = [
-                route(hit, zero_entry),
-                route(exact, zero_entry),
-                route(miss, dump_entry),
-                route(miss | partial, dump_entry),
-            ];
-            for (dst, r) in s.route.iter_mut().zip(routes) {
-                dst[i..i + 8].copy_from_slice(&r.to_le_bytes());
-            }
+            // Zero words read and write the dump entry (their value and keep mask are 0).
+            let word_slots = slots | (dump_entry & !byte_mask(hit | miss));
+            // Tag k to bits 5-6 of byte k, beside the slot (< 32).
+            let word_tags = _pdep_u64(tags8 as u64, 0x6060_6060_6060_6060);
+            s.word_routes[i..i + 8].copy_from_slice(&(word_slots | word_tags).to_le_bytes());
             mi += miss.count_ones() as usize;
             pi += partial.count_ones() as usize;
             hi += hit.count_ones() as usize;
@@ -256,4 +246,110 @@ pub(crate) unsafe fn expand_streams<const W: usize>(v: Validated<'_>, s: &mut Sc
 #[target_feature(enable = "avx2")]
 fn expand(mask: u32) -> __m256i {
     lane_indices(&EXPAND_ORDER[(mask & 0xFF) as usize])
+}
+
+/// Independent dictionary chains the decoder's second stage runs interleaved.
+const CHUNKS: usize = 8;
+/// Taint bit of a decoded word: its upper 22 bits come from the chunk's initial dictionary.
+const TAINT_UPPER: u64 = 1 << 32;
+/// Taint bit of a decoded word: its low 10 bits come from the chunk's initial dictionary.
+const TAINT_LOWER: u64 = 1 << 33;
+/// Per tag (ZERO, PARTIAL, MISS, EXACT): the bits of the dictionary entry a word keeps.
+const KEEP: [u64; 4] = [0, !(LOW_MASK as u64) & !TAINT_LOWER, 0, u64::MAX];
+
+/// Second stage of the AVX2 decoder. `page` holds each MISS word, the low bits of each
+/// PARTIAL word and 0 elsewhere; `s.word_routes` each word's slot (bits 0-4; the dump
+/// entry for zero words) and tag (bits 5-6).
+///
+/// The dictionary recurrence `d = dict[slot]; w = (d & keep) | value; dict[slot] = w` is
+/// one long store-to-load chain. It is split into [`CHUNKS`] runs of words whose chains are
+/// interleaved, each starting from an *unknown* dictionary whose entries are 0 with both
+/// taint bits set: a word inherits the taint of the bits it takes from the dictionary (a
+/// PARTIAL word keeps only the upper taint, a MISS none). Afterwards every word is fixed
+/// up with SIMD: its tainted bits come from the chunk's true initial dictionary, which is
+/// the previous chunk's final dictionary fixed up the same way (chunk 0: `preload`).
+///
+/// # Safety
+///
+/// The CPU must support AVX2; `s.word_routes` must come from [`expand_streams`] for the
+/// same page.
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn resolve_chunks<const W: usize>(s: &mut Scratch<W>, preload: u32, page: &mut [u8]) {
+    assert!(page.len() == 4 * W && W % (8 * CHUNKS) == 0);
+    let q = W / CHUNKS;
+    // 32 entries: slot 16 is the dump entry; `& 31` keeps every index in bounds.
+    let mut dicts = [[TAINT_UPPER | TAINT_LOWER; 32]; CHUNKS];
+    let routes = s.word_routes.as_ptr();
+    let values = page.as_ptr();
+    let wide = s.wide.as_mut_ptr();
+    for j in 0..q {
+        for (c, dict) in dicts.iter_mut().enumerate() {
+            let i = c * q + j;
+            // SAFETY: i < CHUNKS * q = W: item i of the W-item arrays and word i of the page
+            // (4 * W bytes); `& 31` and `& 3` keep the table indices in bounds.
+            unsafe {
+                let route = usize::from(*routes.add(i));
+                let slot = route & 31;
+                let value = u64::from(u32::from_le(values.add(4 * i).cast::<u32>().read_unaligned()));
+                let w = (*dict.get_unchecked(slot) & *KEEP.get_unchecked(route >> 5 & 3)) | value;
+                *dict.get_unchecked_mut(slot) = w;
+                *wide.add(i) = w;
+            }
+        }
+    }
+    let low_mask = _mm256_set1_epi32(LOW_MASK as i32);
+    let seven = _mm256_set1_epi32(7);
+    let thirty_one = _mm256_set1_epi32(31);
+    let mut initial = [preload; 16];
+    for (c, dict) in dicts.iter().enumerate() {
+        // SAFETY: 8-word loads from the 16-word `initial`.
+        let (first, second) = unsafe {
+            (_mm256_loadu_si256(initial.as_ptr().cast()), _mm256_loadu_si256(initial.as_ptr().add(8).cast()))
+        };
+        for i in (c * q..(c + 1) * q).step_by(8) {
+            // SAFETY: i + 8 <= W: 8 items of `wide` (u64), `word_slots` (u8) and words of the
+            // page (4 * W bytes).
+            unsafe {
+                let a = _mm256_castsi256_ps(_mm256_loadu_si256(s.wide.as_ptr().add(i).cast()));
+                let b = _mm256_castsi256_ps(_mm256_loadu_si256(s.wide.as_ptr().add(i + 4).cast()));
+                // Low and high halves of the 8 u64 lanes, in word order.
+                let low =
+                    _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_castps_si256(_mm256_shuffle_ps::<
+                        0b10_00_10_00,
+                    >(
+                        a, b
+                    )));
+                let high =
+                    _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_castps_si256(_mm256_shuffle_ps::<
+                        0b11_01_11_01,
+                    >(
+                        a, b
+                    )));
+                let routes = _mm256_cvtepu8_epi32(_mm_loadl_epi64(s.word_routes.as_ptr().add(i).cast()));
+                let slots = _mm256_and_si256(routes, thirty_one);
+                let d = _mm256_blendv_epi8(
+                    _mm256_permutevar8x32_epi32(first, slots),
+                    _mm256_permutevar8x32_epi32(second, slots),
+                    _mm256_cmpgt_epi32(slots, seven),
+                );
+                let upper = _mm256_srai_epi32::<31>(_mm256_slli_epi32::<31>(high));
+                let lower = _mm256_srai_epi32::<31>(_mm256_slli_epi32::<30>(high));
+                let take =
+                    _mm256_or_si256(_mm256_andnot_si256(low_mask, upper), _mm256_and_si256(low_mask, lower));
+                let w = _mm256_or_si256(low, _mm256_and_si256(d, take));
+                _mm256_storeu_si256(page.as_mut_ptr().add(4 * i).cast(), w);
+            }
+        }
+        initial = core::array::from_fn(|slot| {
+            let e = dict[slot];
+            let mut take = 0;
+            if e & TAINT_UPPER != 0 {
+                take |= !LOW_MASK;
+            }
+            if e & TAINT_LOWER != 0 {
+                take |= LOW_MASK;
+            }
+            e as u32 | (initial[slot] & take)
+        });
+    }
 }
