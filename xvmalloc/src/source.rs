@@ -10,7 +10,7 @@ use core::ops::DerefMut;
 /// chunks from the global allocator.
 ///
 /// A chunk is any owned buffer that dereferences to a byte slice (`Box<[u8]>`,
-/// `&'static mut [u8]` from an arena, ...), so the pool never handles raw pointers to it.
+/// `&'static mut [u8]` from an arena, ...), so a source needs no `unsafe` code.
 ///
 /// ```
 /// use xvmalloc::PageSource;
