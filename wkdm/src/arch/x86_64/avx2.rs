@@ -307,7 +307,7 @@ pub(crate) unsafe fn resolve_chunks<const W: usize>(s: &mut Scratch<W>, preload:
             (_mm256_loadu_si256(initial.as_ptr().cast()), _mm256_loadu_si256(initial.as_ptr().add(8).cast()))
         };
         for i in (c * q..(c + 1) * q).step_by(8) {
-            // SAFETY: i + 8 <= W: 8 items of `wide` (u64), `word_slots` (u8) and words of the
+            // SAFETY: i + 8 <= W: 8 items of `wide` (u64), `word_routes` (u8) and words of the
             // page (4 * W bytes).
             unsafe {
                 let a = _mm256_castsi256_ps(_mm256_loadu_si256(s.wide.as_ptr().add(i).cast()));
