@@ -1,6 +1,6 @@
 //! The LZO1X bitstream as constants: instruction limits, markers and the LZO-RLE token.
 //!
-//! See `docs/spec-lzo.md` for the byte-by-byte table these numbers come from.
+//! See `SPEC.md` (section 5, `lzokit`) for the byte-by-byte table these numbers come from.
 
 /// Longest match an M2 instruction (`01LDDDSS H` / `1LLDDDSS H`) encodes.
 pub(crate) const M2_MAX_LEN: usize = 8;

@@ -22,7 +22,7 @@
 //! # Ok::<(), Box<dyn core::error::Error>>(())
 //! ```
 //!
-//! The format, byte by byte, is in the crate's specification (`docs/spec-lzo.md`).
+//! The format, byte by byte, is in the crate's specification (`SPEC.md` (section 5, `lzokit`)).
 #![no_std]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
