@@ -209,18 +209,7 @@ pub(crate) fn decompress<const W: usize>(
     preload: u32,
     page: &mut [u8],
 ) -> Result<(), DecompressError> {
-    if input.len() < 4 {
-        return Err(DecompressError::Truncated);
-    }
-    if format::read_word(input, 0) == SPARSE_MAGIC {
-        return expand_sparse(input, page);
-    }
-    if input.len() < 4 * HEADER_WORDS {
-        return Err(DecompressError::Truncated);
-    }
-    let v = validate::<W>(input, s)?;
-    expand::<W>(v, s, preload, page);
-    Ok(())
+    decompress_with(input, s, page, |v, s, page| expand::<W>(v, s, preload, page))
 }
 
 #[cfg(test)]
