@@ -152,7 +152,11 @@ fn words(len: usize) -> impl Strategy<Value = Vec<u32>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 2 } else { 48 }))]
+    #![proptest_config(ProptestConfig {
+        // Miri isolates the file system: no failure persistence files there.
+        failure_persistence: if cfg!(miri) { None } else { ProptestConfig::default().failure_persistence },
+        ..ProptestConfig::with_cases(if cfg!(miri) { 2 } else { 48 })
+    })]
 
     #[test]
     fn random_4k_pages_match(words in words(1024)) {

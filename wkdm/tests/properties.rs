@@ -125,7 +125,11 @@ fn damaged_16k_stream() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(cases()))]
+    #![proptest_config(ProptestConfig {
+        // Miri isolates the file system: no failure persistence files there.
+        failure_persistence: if cfg!(miri) { None } else { ProptestConfig::default().failure_persistence },
+        ..ProptestConfig::with_cases(cases())
+    })]
 
     #[test]
     fn round_trip_4k(words in words(1024), early_abort in any::<bool>()) {
