@@ -1,28 +1,48 @@
 //! Arbitrary bytes through the WKdm decoder (4 KiB and 16 KiB pages, both dictionary
-//! preloads): no panic, and decoding into pages pre-filled with 0x00 and with 0xFF gives the
+//! preloads, every available path: the SIMD decoders must match the scalar one): no panic,
+//! and decoding into pages pre-filled with 0x00 and with 0xFF gives the
 //! same result: on success the same page (no stale byte shows through), on error both pages
 //! untouched (the decoder validates the whole stream before writing).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use wkdm::{DictionaryPreload, WkdmCodec};
+use pagecodec::DecompressError;
+use wkdm::{DictionaryPreload, Path, WkdmCodec};
 
-fn check<const WORDS: usize, const N: usize>(preload: DictionaryPreload, stream: &[u8]) {
-    let mut codec = WkdmCodec::<WORDS>::new().with_preload(preload);
+/// Decodes `stream` on `path` into pages pre-filled with 0x00 and 0xFF; returns the verdict
+/// and the page (`None` on error, after checking both pages were left untouched).
+fn decode_on<const WORDS: usize, const N: usize>(
+    path: Path,
+    preload: DictionaryPreload,
+    stream: &[u8],
+) -> (Result<(), DecompressError>, Option<Box<[u8]>>) {
+    let mut codec = WkdmCodec::<WORDS>::new().with_path(path).unwrap().with_preload(preload);
     let mut zeros = vec![0x00u8; N].into_boxed_slice();
     let mut ones = vec![0xFFu8; N].into_boxed_slice();
-    let zeros: &mut [u8; N] = (&mut *zeros).try_into().unwrap();
-    let ones: &mut [u8; N] = (&mut *ones).try_into().unwrap();
-    let a = codec.decompress_page(stream, zeros);
+    let a = codec.decompress_page::<N>(stream, (&mut *zeros).try_into().unwrap());
     // The same codec value again: nothing of the first call may leak into the second.
-    let b = codec.decompress_page(stream, ones);
-    assert_eq!(a, b, "the destination's old contents changed the verdict");
+    let b = codec.decompress_page::<N>(stream, (&mut *ones).try_into().unwrap());
+    assert_eq!(a, b, "{path:?}: the destination's old contents changed the verdict");
     match a {
-        Ok(()) => assert!(zeros == ones, "stale destination bytes are visible after a successful decode"),
-        Err(_) => {
-            assert!(zeros.iter().all(|&x| x == 0x00), "a failed decode wrote to the page");
-            assert!(ones.iter().all(|&x| x == 0xFF), "a failed decode wrote to the page");
+        Ok(()) => {
+            assert!(zeros == ones, "{path:?}: stale destination bytes are visible after a successful decode");
+            (a, Some(zeros))
         }
+        Err(_) => {
+            assert!(zeros.iter().all(|&x| x == 0x00), "{path:?}: a failed decode wrote to the page");
+            assert!(ones.iter().all(|&x| x == 0xFF), "{path:?}: a failed decode wrote to the page");
+            (a, None)
+        }
+    }
+}
+
+/// Every available path (scalar, AVX2, ...) gives the scalar decoder's verdict and page.
+fn check<const WORDS: usize, const N: usize>(preload: DictionaryPreload, stream: &[u8]) {
+    let reference = decode_on::<WORDS, N>(Path::Scalar, preload, stream);
+    for path in Path::available().filter(|&p| p != Path::Scalar) {
+        let other = decode_on::<WORDS, N>(path, preload, stream);
+        assert_eq!(other.0, reference.0, "{path:?} and scalar disagree on the verdict");
+        assert!(other.1 == reference.1, "{path:?} and scalar decode different pages");
     }
 }
 
