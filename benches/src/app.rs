@@ -5,6 +5,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use pagecodec::testing::PageClass;
 use serde::Serialize;
 
 use crate::capture::{self, HeapWorkload};
@@ -36,6 +37,9 @@ pub struct RunOptions {
     pub workload: Option<HeapWorkload>,
     /// In the default corpus, skip capturing a child workload.
     pub no_capture: bool,
+    /// Also measure one generated corpus per page class of `pagecodec::testing`, this many
+    /// pages each (0: none).
+    pub class_pages: usize,
     /// Show a progress line on a terminal.
     pub progress: bool,
 }
@@ -51,6 +55,7 @@ impl Default for RunOptions {
             max_pages: 25_000,
             workload: None,
             no_capture: false,
+            class_pages: 0,
             progress: true,
         }
     }
@@ -240,6 +245,9 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, AnyError> {
     } else {
         opts.corpus_files.iter().map(|p| corpus::read_corpus(p)).collect::<Result<Vec<_>, _>>()?
     };
+    if opts.class_pages > 0 {
+        corpora.extend(PageClass::ALL.into_iter().map(|class| corpus::page_class(class, opts.class_pages)));
+    }
     log.line("corpora (where every page came from):");
     for c in &mut corpora {
         c.subsample(opts.max_pages);

@@ -8,6 +8,7 @@ use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
 use std::path::Path;
 
+use pagecodec::testing::{self, PageClass};
 use pagecodec::{PAGE_SIZE, Page};
 
 /// A named set of pages and a sentence saying where they came from.
@@ -90,6 +91,16 @@ pub fn mmap001(pages: usize) -> Corpus {
         name: "mmap001".into(),
         origin: format!("generated: mmap001, array[i] = i over {pages} pages (byte ramp 0..255 x16 each)"),
         pages: vec![ramp_page(); pages],
+    }
+}
+
+/// `pages` pages of one `pagecodec::testing` page class (seeds 0..pages), to see how each
+/// codec fares on each kind of page.
+pub fn page_class(class: PageClass, pages: usize) -> Corpus {
+    Corpus {
+        name: class.name().into(),
+        origin: format!("generated: page class {} (pagecodec::testing), seeds 0..{pages}", class.name()),
+        pages: (0..pages as u64).map(|seed| testing::generate(class, seed)).collect(),
     }
 }
 
@@ -249,6 +260,16 @@ mod tests {
         std::fs::write(&path, []).unwrap();
         assert!(read_pages(&path).unwrap().is_empty());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn page_class_corpus_holds_distinct_seeded_pages_of_its_class() {
+        let c = page_class(PageClass::Sparse, 8);
+        assert_eq!(c.name, "sparse");
+        assert_eq!(c.pages.len(), 8);
+        assert_eq!(c.pages[3], testing::generate(PageClass::Sparse, 3));
+        assert_ne!(c.pages[0], c.pages[1]);
+        assert!(c.origin.contains("page class sparse"));
     }
 
     #[test]

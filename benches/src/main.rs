@@ -67,6 +67,10 @@ struct RunArgs {
     /// Default corpus: skip capturing a child workload.
     #[arg(long)]
     no_capture: bool,
+    /// Also measure one generated corpus per page class (zero, same-filled, ramp, sparse,
+    /// pointers, text, random, ...), N pages each.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    classes: usize,
     /// No progress line.
     #[arg(long)]
     quiet: bool,
@@ -162,6 +166,7 @@ impl RunArgs {
                 WorkloadArg::Builtin => HeapWorkload::BuiltIn,
             }),
             no_capture: self.no_capture,
+            class_pages: self.classes,
             progress: !self.quiet,
         }
     }
