@@ -1,6 +1,13 @@
 //! Every available implementation path writes exactly the scalar reference's bytes and
 //! decodes exactly as it does.
+//!
+//! Not built under Miri: only the scalar path exists there (no SIMD), so every comparison
+//! would be scalar against itself; `codec.rs` and `properties.rs` cover the scalar path.
+#![cfg(not(miri))]
 
+mod common;
+
+use common::words;
 use proptest::prelude::*;
 
 use pagecodec::testing::{check_codec, sample_pages};
@@ -48,7 +55,6 @@ fn same_as_scalar_4k(path: Path, page: &Page, what: &str) {
 }
 
 #[test]
-#[cfg_attr(miri, ignore = "only the scalar path exists under Miri: tests/codec.rs covers it")]
 fn every_path_passes_the_conformance_suite() {
     for path in paths() {
         check_codec(&mut Wkdm::new().with_path(path).unwrap());
@@ -67,7 +73,6 @@ fn every_path_matches_scalar_on_every_page_class() {
 /// Every prefix and bit flip of every page class's stream: each path gives the scalar
 /// decoder's verdict and page, with both dictionary preloads, whatever the page held.
 #[test]
-#[cfg_attr(miri, ignore = "only the scalar path exists under Miri")]
 fn every_path_decodes_damaged_streams_like_scalar() {
     let decode = |path: Path, preload: DictionaryPreload, stream: &[u8], fill: u8| {
         let mut codec = Wkdm::new().with_path(path).unwrap().with_preload(preload);
@@ -104,7 +109,6 @@ fn every_path_decodes_damaged_streams_like_scalar() {
 }
 
 #[test]
-#[cfg_attr(miri, ignore)]
 fn every_path_matches_scalar_on_the_vectors() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/vectors/wkdm");
     for entry in std::fs::read_dir(dir).expect("vectors") {
@@ -131,31 +135,9 @@ fn unavailable_paths_are_refused() {
     assert_eq!(Wkdm::new().path(), Path::best());
 }
 
-fn words(len: usize) -> impl Strategy<Value = Vec<u32>> {
-    (prop::collection::vec(any::<u32>(), 1..24), prop::collection::vec((0u8..5, any::<u16>()), len)).prop_map(
-        |(pool, picks)| {
-            picks
-                .into_iter()
-                .map(|(kind, r)| {
-                    let base = pool[usize::from(r) % pool.len()];
-                    match kind {
-                        0 => 0,
-                        1 => base,
-                        2 => (base & !0x3FF) | u32::from(r & 0x3FF),
-                        3 => u32::from(r) & 0x3FF,
-                        _ => base.rotate_left(u32::from(r % 32)) ^ u32::from(r),
-                    }
-                })
-                .collect()
-        },
-    )
-}
-
 proptest! {
     #![proptest_config(ProptestConfig {
-        // Miri isolates the file system: no failure persistence files there.
-        failure_persistence: if cfg!(miri) { None } else { ProptestConfig::default().failure_persistence },
-        ..ProptestConfig::with_cases(if cfg!(miri) { 2 } else { 48 })
+        ..ProptestConfig::with_cases(48)
     })]
 
     #[test]

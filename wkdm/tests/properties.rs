@@ -1,33 +1,14 @@
 //! Property tests (4 KiB and 16 KiB round trips, arbitrary input to the decoder) and
 //! every-prefix / every-bit-flip damage on real streams.
 
+mod common;
+
+use common::words;
 use proptest::prelude::*;
 
 use pagecodec::testing::{PageClass, generate};
 use pagecodec::{Page, PageCodec};
 use wkdm::{CompressOptions, Compressed, Wkdm, Wkdm16K};
-
-/// Words drawn from a small pool (so EXACT and PARTIAL hits happen), with zeros and
-/// near-duplicates, laid out as `len` words.
-fn words(len: usize) -> impl Strategy<Value = Vec<u32>> {
-    (prop::collection::vec(any::<u32>(), 1..24), prop::collection::vec((0u8..5, any::<u16>()), len)).prop_map(
-        |(pool, picks)| {
-            picks
-                .into_iter()
-                .map(|(kind, r)| {
-                    let base = pool[usize::from(r) % pool.len()];
-                    match kind {
-                        0 => 0,
-                        1 => base,
-                        2 => (base & !0x3FF) | u32::from(r & 0x3FF),
-                        3 => u32::from(r) & 0x3FF,
-                        _ => base.rotate_left(u32::from(r % 32)) ^ u32::from(r),
-                    }
-                })
-                .collect()
-        },
-    )
-}
 
 fn cases() -> u32 {
     if cfg!(miri) { 4 } else { 96 }
