@@ -5,7 +5,7 @@
 //! The error codes themselves are compared only with `LZO_VS_C_EXACT_CODES=1` in the
 //! environment: liblzo2 tests for 3 more input bytes ahead of each instruction and for the
 //! input before the output, so a truncated stream that also overflows a small output is
-//! `InputOverrun` there and `OutputOverrun` here (`docs/spec-lzo.md`, error codes).
+//! `InputOverrun` there and `OutputOverrun` here (SPEC.md, `lzokit` error codes).
 //!
 //! Streams of 5 or more bytes starting with `0x11` are skipped: the Linux kernel (and so
 //! our decoder) reads them as an LZO-RLE bitstream-version header, which liblzo2 does not
