@@ -9,7 +9,15 @@ pub(crate) mod aarch64;
 /// Byte-shuffle controls (`pshufb`, `tbl`) that move the 32-bit lanes selected by a 4-bit mask to the front
 /// (unused bytes zeroed).
 #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
-pub(crate) static LEFT_PACK_4: [[u8; 16]; 16] = {
+pub(crate) static LEFT_PACK_4: [[u8; 16]; 16] = left_pack_table(4);
+
+/// Byte-shuffle controls that move the bytes selected by a 4-bit mask to the front.
+#[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
+pub(crate) static LEFT_PACK_BYTES: [[u8; 16]; 16] = left_pack_table(1);
+
+/// For each 4-bit mask, the shuffle control that packs the selected `lane_bytes`-wide lanes
+/// (of lanes 0..4) to the front, in order; unused control bytes are 0x80 (zero the output).
+const fn left_pack_table(lane_bytes: usize) -> [[u8; 16]; 16] {
     let mut table = [[0x80u8; 16]; 16];
     let mut mask = 0;
     while mask < 16 {
@@ -18,8 +26,8 @@ pub(crate) static LEFT_PACK_4: [[u8; 16]; 16] = {
         while lane < 4 {
             if mask & (1 << lane) != 0 {
                 let mut b = 0;
-                while b < 4 {
-                    table[mask][4 * out + b] = (4 * lane + b) as u8;
+                while b < lane_bytes {
+                    table[mask][lane_bytes * out + b] = (lane_bytes * lane + b) as u8;
                     b += 1;
                 }
                 out += 1;
@@ -29,27 +37,7 @@ pub(crate) static LEFT_PACK_4: [[u8; 16]; 16] = {
         mask += 1;
     }
     table
-};
-
-/// Byte-shuffle controls that move the bytes selected by a 4-bit mask to the front.
-#[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
-pub(crate) static LEFT_PACK_BYTES: [[u8; 16]; 16] = {
-    let mut table = [[0x80u8; 16]; 16];
-    let mut mask = 0;
-    while mask < 16 {
-        let mut out = 0;
-        let mut lane = 0;
-        while lane < 4 {
-            if mask & (1 << lane) != 0 {
-                table[mask][out] = lane as u8;
-                out += 1;
-            }
-            lane += 1;
-        }
-        mask += 1;
-    }
-    table
-};
+}
 
 /// Whether the SSE4.1 path can run here (never under Miri, which does not run SIMD).
 pub(crate) fn sse41_available() -> bool {
