@@ -291,6 +291,40 @@ impl Output<'_> {
         Ok(())
     }
 
+    /// Writes `t <= 16` literals `src[from..from + t]` (`t == 0` included) without branching
+    /// on `t` when the output has room for a header byte and a 16-byte block; otherwise as
+    /// [`literals`](Self::literals) does. The bytes are those
+    /// [`literal_header`](Self::literal_header) writes: `t` in 1..=3 is ORed into the
+    /// previous instruction's `S` bits (an OR of 0 changes nothing), a `t - 3` byte is
+    /// stored in any case but kept (the position advances past it) only when `t > 3`.
+    ///
+    /// # Safety
+    ///
+    /// `t <= 16` and `from + 16 <= src.len()`.
+    #[inline(always)]
+    unsafe fn short_literals(&mut self, src: &[u8], from: usize, t: usize) -> Result<(), CompressError> {
+        debug_assert!(t <= 16 && from + 16 <= src.len());
+        if self.buf.len() - self.pos < 17 {
+            return if t > 0 { self.literals(&src[from..from + t]) } else { Ok(()) };
+        }
+        let s_bits = if t <= 3 { t as u8 } else { 0 };
+        // Before the first instruction `pos - state_offset` may not exist, but no stream
+        // starts with 1..=3 literals (scanning starts 5 bytes in), so the OR is of 0 there.
+        let at = self.pos.saturating_sub(self.state_offset);
+        // SAFETY: `at <= pos` and `pos + 17 <= buf.len()` (checked above): the OR, the
+        // header byte and the 16-byte block written from the (possibly advanced) position
+        // are in bounds; the block is read from `from + 16 <= src.len()` (the caller's
+        // guarantee); input and output are distinct slices.
+        unsafe {
+            *self.buf.get_unchecked_mut(at) |= s_bits;
+            *self.buf.get_unchecked_mut(self.pos) = (t as u8).wrapping_sub(3);
+            self.pos += usize::from(t > 3);
+            core::ptr::copy_nonoverlapping(src.as_ptr().add(from), self.buf.as_mut_ptr().add(self.pos), 16);
+        }
+        self.pos += t;
+        Ok(())
+    }
+
     /// Writes a match of `len >= 4` bytes at distance `dist` (1..=0xBFFF).
     #[inline(always)]
     fn match_(&mut self, len: usize, dist: usize) -> Result<(), CompressError> {
@@ -330,18 +364,6 @@ impl Output<'_> {
         self.state_offset = 3;
         Ok(())
     }
-}
-
-/// The little-endian 32-bit word at `src[i..i + 4]`.
-///
-/// # Safety
-///
-/// `i + 4 <= src.len()`.
-#[inline(always)]
-unsafe fn le32(src: &[u8], i: usize) -> u32 {
-    debug_assert!(i + 4 <= src.len());
-    // SAFETY: the caller guarantees the 4 bytes are in bounds; unaligned reads are fine.
-    u32::from_le(unsafe { src.as_ptr().add(i).cast::<u32>().read_unaligned() })
 }
 
 /// The little-endian 64-bit word at `src[i..i + 8]`.
@@ -389,10 +411,14 @@ fn compress_chunk(
             // candidates are earlier positions; the match extension stops reading once
             // ip + m_len >= ip_end, so it never reads past ip_end + 16 <= end; the zero
             // scan reads below its limit <= ip_end.
-            // SAFETY: ip + 4 < ip_end <= end.
-            let dv = unsafe { le32(src, ip) };
+            // SAFETY: ip + 8 < ip_end <= end.
+            let word = unsafe { le64(src, ip) };
+            let dv = word as u32;
             let mut run = 0;
             let mut m_pos = 0;
+            // The bytes at ip XOR those at the candidate: the low 4 decide the hit, the
+            // high 4 usually give the match length without another load.
+            let mut diff = 0;
             if dv == 0 && format == Format::Rle {
                 let limit = ip_end.min(ip + MAX_ZERO_RUN + 1);
                 let mut ir = ip + 4;
@@ -409,16 +435,21 @@ fn compress_chunk(
                 m_pos = start + usize::from(dict[h]);
                 dict[h] = (ip - start) as u16;
                 // SAFETY: m_pos < ip (entries hold earlier positions, or `start`).
-                if dv != unsafe { le32(src, m_pos) } {
+                diff = word ^ unsafe { le64(src, m_pos) };
+                if diff as u32 != 0 {
                     continue 'literal;
                 }
             }
 
             ii -= pending;
             pending = 0;
-            if ip > ii {
+            let t = ip - ii;
+            if t <= 16 {
+                // SAFETY: ii + 16 <= ip + 16 < ip_end + 16 <= end == src.len().
+                unsafe { out.short_literals(src, ii, t)? };
+            } else {
                 // SAFETY: ip + 16 < ip_end + 16 <= end == src.len().
-                unsafe { out.literals_wide(src, ii, ip - ii)? };
+                unsafe { out.literals_wide(src, ii, t)? };
             }
             if run > 0 {
                 out.zero_run(run)?;
@@ -428,9 +459,13 @@ fn compress_chunk(
             }
 
             let mut m_len = 4;
-            // SAFETY: ip + 12 <= ip_end - 8 < end and m_pos < ip.
-            let mut v = unsafe { le64(src, ip + m_len) ^ le64(src, m_pos + m_len) };
+            // Bytes 4..8 of the match as the low half (the high half is zero).
+            let mut v = diff >> 32;
             let mut capped = false;
+            if v == 0 {
+                // SAFETY: ip + 12 <= ip_end - 8 < end and m_pos < ip.
+                v = unsafe { le64(src, ip + m_len) ^ le64(src, m_pos + m_len) };
+            }
             if v == 0 {
                 loop {
                     m_len += 8;
