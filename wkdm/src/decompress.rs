@@ -85,26 +85,26 @@ pub(crate) fn validate<'a, const W: usize>(
     // Indices: 8 per word; h <= W and W is a multiple of 8, so the padded count fits.
     let index_area = &input[4 * index_start..4 * low_start];
     for (dst, src) in s.indices.chunks_exact_mut(8).zip(index_area.chunks_exact(4)) {
-        dst.copy_from_slice(&format::unpack_indices(format::le32(src)));
+        dst.copy_from_slice(&format::unpack_indices(format::le32(src)).to_le_bytes());
     }
     if s.indices[h..h.div_ceil(8) * 8].iter().any(|&i| i != 0) {
         return Err(DecompressError::corrupt("index padding is not zero"));
     }
-    // Low bits: 3 per word; the last word may hold up to 2 padding values past W.
+    // Low bits: 3 per word, unpacked without a branch (the last word's up to 2 padding
+    // values land in the slack), then checked: bits 30-31 clear, padding zero.
     let low_area = &input[4 * low_start..4 * end];
-    for (j, src) in low_area.chunks_exact(4).enumerate() {
+    let lows = s.lows.with_slack_mut();
+    let mut all_words = 0;
+    for (dst, src) in lows.chunks_exact_mut(3).zip(low_area.chunks_exact(4)) {
         let word = format::le32(src);
-        if word >> 30 != 0 {
-            return Err(DecompressError::corrupt("low-bits word has bits 30-31 set"));
-        }
-        for (k, value) in format::unpack_low_bits(word).into_iter().enumerate() {
-            let at = 3 * j + k;
-            if at < p {
-                s.lows[at] = value;
-            } else if value != 0 {
-                return Err(DecompressError::corrupt("low-bits padding is not zero"));
-            }
-        }
+        all_words |= word;
+        dst.copy_from_slice(&format::unpack_low_bits(word));
+    }
+    if all_words >> 30 != 0 {
+        return Err(DecompressError::corrupt("low-bits word has bits 30-31 set"));
+    }
+    if lows[p..3 * p.div_ceil(3)].iter().any(|&value| value != 0) {
+        return Err(DecompressError::corrupt("low-bits padding is not zero"));
     }
     Ok(Validated { tags, misses: m })
 }

@@ -170,12 +170,12 @@ pub(crate) fn pack_indices(indices: &[u8; 8]) -> u32 {
     lo | (hi << 4)
 }
 
-/// The inverse of [`pack_indices`].
+/// The inverse of [`pack_indices`]: the 8 indices as the bytes of a little-endian `u64`
+/// (indices 0-3 are the low nibbles of the word's bytes, 4-7 the high ones).
 #[inline(always)]
-pub(crate) fn unpack_indices(word: u32) -> [u8; 8] {
-    let lo = (word & 0x0F0F_0F0F).to_le_bytes();
-    let hi = ((word >> 4) & 0x0F0F_0F0F).to_le_bytes();
-    [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]]
+pub(crate) fn unpack_indices(word: u32) -> u64 {
+    let word = u64::from(word);
+    (word & 0x0F0F_0F0F) | ((word & 0xF0F0_F0F0) << 28)
 }
 
 /// Packs three 10-bit values into one stream word at bits 0, 10 and 20 (bits 30-31 zero).
@@ -250,7 +250,7 @@ mod tests {
         }
         let indices = [1, 2, 3, 4, 5, 6, 7, 15];
         assert_eq!(pack_indices(&indices), 0xF473_6251);
-        assert_eq!(unpack_indices(pack_indices(&indices)), indices);
+        assert_eq!(unpack_indices(pack_indices(&indices)).to_le_bytes(), indices);
         assert_eq!(pack_low_bits([1, 2, 1023]), 1 | (2 << 10) | (1023 << 20));
         assert_eq!(unpack_low_bits(pack_low_bits([1, 2, 1023])), [1, 2, 1023]);
     }

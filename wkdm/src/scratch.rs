@@ -27,9 +27,16 @@ impl<T: Copy, const W: usize> Padded<T, W> {
 
     /// A pointer to item 0 valid for writes of `W + SLACK` items (it is derived from the
     /// whole struct, whose two arrays are contiguous).
-    #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
     pub(crate) fn as_mut_ptr(&mut self) -> *mut T {
         (self as *mut Self).cast::<T>()
+    }
+
+    /// All `W + SLACK` items, the slack included.
+    pub(crate) fn with_slack_mut(&mut self) -> &mut [T] {
+        let items = W + SLACK;
+        // SAFETY: `repr(C)` lays out `items` and `slack` contiguously with no padding (same
+        // element type), so the struct is `W + SLACK` initialised `T`s, borrowed mutably.
+        unsafe { core::slice::from_raw_parts_mut(self.as_mut_ptr(), items) }
     }
 }
 
