@@ -145,7 +145,7 @@ impl Compressor {
 
     #[inline(always)]
     fn compress_with(&mut self, src: &[u8], dst: &mut [u8], format: Format) -> Result<usize, CompressError> {
-        let mut out = Output { buf: dst, pos: 0, state_offset: 2 };
+        let mut out = Output::new(dst);
         let m4_max_offset = match format {
             Format::Lzo1x => M4_MAX_OFFSET_V0,
             Format::Rle => {
@@ -164,22 +164,12 @@ impl Compressor {
             ip += chunk;
         }
         pending += src.len() - ip;
-        if pending > 0 {
-            let lit = &src[src.len() - pending..];
-            if out.pos == data_start && pending <= 238 {
-                out.put(&[17 + pending as u8])?;
-                out.put(lit)?;
-            } else {
-                out.literals(lit)?;
-            }
-        }
-        out.put(&END_MARKER)?;
-        Ok(out.pos)
+        out.finish(&src[src.len() - pending..], data_start)
     }
 }
 
-/// The output stream with its budget.
-struct Output<'a> {
+/// The output stream with its budget (shared with the page compressor).
+pub(crate) struct Output<'a> {
     buf: &'a mut [u8],
     pos: usize,
     /// How far back from `pos` the byte holding the last instruction's `S` bits is: 2 after
@@ -187,7 +177,30 @@ struct Output<'a> {
     state_offset: usize,
 }
 
-impl Output<'_> {
+impl<'a> Output<'a> {
+    /// An empty stream writing into `buf` (its length is the budget).
+    #[inline(always)]
+    pub(crate) fn new(buf: &'a mut [u8]) -> Self {
+        Output { buf, pos: 0, state_offset: 2 }
+    }
+
+    /// Writes the final literals `lit` (possibly none) and the end marker; returns the
+    /// stream's length. The first instruction of a stream's data (at `data_start`) uses
+    /// the `17 + n` form for up to 238 literals.
+    #[inline(always)]
+    pub(crate) fn finish(mut self, lit: &[u8], data_start: usize) -> Result<usize, CompressError> {
+        if !lit.is_empty() {
+            if self.pos == data_start && lit.len() <= 238 {
+                self.put(&[17 + lit.len() as u8])?;
+                self.put(lit)?;
+            } else {
+                self.literals(lit)?;
+            }
+        }
+        self.put(&END_MARKER)?;
+        Ok(self.pos)
+    }
+
     /// Appends `bytes`, or fails if they do not fit.
     #[inline(always)]
     fn put(&mut self, bytes: &[u8]) -> Result<(), CompressError> {
@@ -267,7 +280,12 @@ impl Output<'_> {
     ///
     /// `from + t + 16 <= src.len()`.
     #[inline(always)]
-    unsafe fn literals_wide(&mut self, src: &[u8], from: usize, t: usize) -> Result<(), CompressError> {
+    pub(crate) unsafe fn literals_wide(
+        &mut self,
+        src: &[u8],
+        from: usize,
+        t: usize,
+    ) -> Result<(), CompressError> {
         self.literal_header(t)?;
         if self.buf.len() - self.pos >= t + 16 {
             let mut i = 0;
@@ -302,7 +320,12 @@ impl Output<'_> {
     ///
     /// `t <= 16` and `from + 16 <= src.len()`.
     #[inline(always)]
-    unsafe fn short_literals(&mut self, src: &[u8], from: usize, t: usize) -> Result<(), CompressError> {
+    pub(crate) unsafe fn short_literals(
+        &mut self,
+        src: &[u8],
+        from: usize,
+        t: usize,
+    ) -> Result<(), CompressError> {
         debug_assert!(t <= 16 && from + 16 <= src.len());
         if self.buf.len() - self.pos < 17 {
             return if t > 0 { self.literals(&src[from..from + t]) } else { Ok(()) };
@@ -327,7 +350,7 @@ impl Output<'_> {
 
     /// Writes a match of `len >= 4` bytes at distance `dist` (1..=0xBFFF).
     #[inline(always)]
-    fn match_(&mut self, len: usize, dist: usize) -> Result<(), CompressError> {
+    pub(crate) fn match_(&mut self, len: usize, dist: usize) -> Result<(), CompressError> {
         if len <= M2_MAX_LEN && dist <= M2_MAX_OFFSET {
             let d = dist - 1;
             self.reserve(2)?;
@@ -372,15 +395,21 @@ impl Output<'_> {
 ///
 /// `i + 8 <= src.len()`.
 #[inline(always)]
-unsafe fn le64(src: &[u8], i: usize) -> u64 {
+pub(crate) unsafe fn le64(src: &[u8], i: usize) -> u64 {
     debug_assert!(i + 8 <= src.len());
     // SAFETY: the caller guarantees the 8 bytes are in bounds; unaligned reads are fine.
     u64::from_le(unsafe { src.as_ptr().add(i).cast::<u64>().read_unaligned() })
 }
 
+/// The kernel's multiplicative hash of 4 input bytes, `bits` wide.
+#[inline(always)]
+pub(crate) const fn hash_bits(dv: u32, bits: u32) -> usize {
+    (dv.wrapping_mul(0x1824_429d) >> (32 - bits)) as usize
+}
+
 #[inline(always)]
 fn hash(dv: u32) -> usize {
-    (dv.wrapping_mul(0x1824_429d) >> (32 - DICT_BITS)) as usize
+    hash_bits(dv, DICT_BITS)
 }
 
 /// Compresses `src[start..end]` (more than 20 bytes, at most 0xC000) with `pending`
