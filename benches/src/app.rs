@@ -31,6 +31,8 @@ pub struct RunOptions {
     pub plot: Option<PathBuf>,
     /// Times each page is compressed and decompressed per codec (the minimum is kept).
     pub reps: usize,
+    /// Whether those times come back to back or in sweeps over the corpus.
+    pub order: measure::Order,
     /// Subsample every corpus to at most this many pages (0 = no limit).
     pub max_pages: usize,
     /// In the default corpus, the child workload to capture (`None`: best available).
@@ -52,6 +54,7 @@ impl Default for RunOptions {
             json: false,
             plot: None,
             reps: 5,
+            order: measure::Order::BackToBack,
             max_pages: 25_000,
             workload: None,
             no_capture: false,
@@ -180,6 +183,9 @@ pub struct RunReport {
     pub machine: Machine,
     /// Repetitions per page per codec (minimum kept).
     pub reps: usize,
+    /// "back-to-back" (each page `reps` times in a row) or "sweep" (`reps` passes over
+    /// the corpus).
+    pub order: &'static str,
     /// Streams longer than this count as incompressible.
     pub incompressible_above_bytes: usize,
     /// The corpora.
@@ -255,10 +261,14 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, AnyError> {
     }
     log.line(format!(
         "codecs: {} -- each page: every codec in turn (rotating start), {} compressions and {} \
-         decompressions each, minimum kept, every round trip verified",
+         decompressions each {}, minimum kept, every round trip verified",
         codecs.iter().map(|c| c.name()).collect::<Vec<_>>().join(", "),
         opts.reps,
-        opts.reps
+        opts.reps,
+        match opts.order {
+            measure::Order::BackToBack => "back to back (warm: predictors have just seen the page)",
+            measure::Order::Sweep => "in sweeps over the corpus (cold: never the same page twice in a row)",
+        }
     ));
 
     log.line(format!(
@@ -271,7 +281,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, AnyError> {
     let mut progress = Progress::new(opts.progress);
     let mut results = Vec::new();
     for c in &corpora {
-        let runs = measure::run_corpus(&timer, c, &mut codecs, opts.reps, &mut progress)?;
+        let runs = measure::run_corpus(&timer, c, &mut codecs, opts.reps, opts.order, &mut progress)?;
         let summaries = report::summarize(&timer, &runs);
         log.line("");
         log.line(format!("== {}: {} pages ==", c.name, c.pages.len()));
@@ -291,6 +301,10 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, AnyError> {
         tool: format!("pagebench {}", env!("CARGO_PKG_VERSION")),
         machine,
         reps: opts.reps,
+        order: match opts.order {
+            measure::Order::BackToBack => "back-to-back",
+            measure::Order::Sweep => "sweep",
+        },
         incompressible_above_bytes: measure::INCOMPRESSIBLE_ABOVE,
         corpora: corpora
             .iter()

@@ -21,7 +21,8 @@
 //! let timer = Timer::new();
 //! let corpus = corpus::fillmem(1);
 //! let mut all = codecs::all();
-//! let runs = measure::run_corpus(&timer, &corpus, &mut all, 3, &mut measure::Progress::new(false))?;
+//! let order = measure::Order::BackToBack;
+//! let runs = measure::run_corpus(&timer, &corpus, &mut all, 3, order, &mut measure::Progress::new(false))?;
 //! println!("{}", report::table(&report::summarize(&timer, &runs)));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```

@@ -7,6 +7,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use pagebench::app::{self, CaptureOptions, RunOptions};
 use pagebench::capture::HeapWorkload;
+use pagebench::measure::Order;
 
 /// Capture real memory pages and compare page compressors on them, cycle-accurately.
 ///
@@ -58,6 +59,10 @@ struct RunArgs {
     /// Compressions and decompressions per page per codec; the minimum is kept.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
     reps: u32,
+    /// Repeat in sweeps over the whole corpus instead of each page back to back, so no
+    /// codec sees the same page twice in a row (cold branch predictors, as in service).
+    #[arg(long)]
+    sweep: bool,
     /// Subsample each corpus to at most this many pages, evenly spaced (0: all).
     #[arg(long, default_value_t = 25_000)]
     max_pages: usize,
@@ -159,6 +164,7 @@ impl RunArgs {
             json: self.json,
             plot: self.plot.clone(),
             reps: self.reps as usize,
+            order: if self.sweep { Order::Sweep } else { Order::BackToBack },
             max_pages: self.max_pages,
             workload: self.workload.map(|w| match w {
                 WorkloadArg::Python => HeapWorkload::Python,
@@ -239,13 +245,14 @@ mod tests {
         assert!(cli.command.is_none());
         let o = cli.run.options();
         assert!(o.corpus_files.is_empty() && o.codecs.is_empty() && !o.json && o.reps == 5);
+        assert_eq!(o.order, Order::BackToBack);
     }
 
     #[test]
     fn run_flags_parse() {
         let cli = parse(&[
             "run", "--corpus", "a.pages", "b.pages", "--codec", "lz4,raw", "--codec", "zstd-1", "--json",
-            "--plot", "x.svg", "--reps", "3",
+            "--plot", "x.svg", "--reps", "3", "--sweep",
         ])
         .unwrap();
         let Some(Command::Run(args)) = cli.command else { panic!("not run") };
@@ -254,7 +261,7 @@ mod tests {
         assert_eq!(o.codecs, ["lz4", "raw", "zstd-1"]);
         assert!(o.json);
         assert_eq!(o.plot, Some(PathBuf::from("x.svg")));
-        assert_eq!(o.reps, 3);
+        assert_eq!((o.reps, o.order), (3, Order::Sweep));
         // Top-level flags work without the subcommand too.
         assert!(parse(&["--json", "--codec", "lz4"]).unwrap().run.json);
         assert!(parse(&["--reps", "0"]).is_err());
