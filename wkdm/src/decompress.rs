@@ -114,7 +114,8 @@ pub(crate) fn validate<'a, const W: usize>(
 pub(crate) fn expand<const W: usize>(v: Validated<'_>, s: &Scratch<W>, preload: u32, page: &mut [u8]) {
     debug_assert_eq!(page.len(), 4 * W);
     let mask = W - 1;
-    let mut dict = [preload; 16];
+    // Entries 16-31 absorb the stores of ZERO and EXACT words (see below).
+    let mut dict = [preload; 32];
     let (mut hi, mut pi, mut mi) = (0usize, 0usize, 0usize);
     for (tag_word, out) in v.tags.chunks_exact(4).zip(page.chunks_exact_mut(64)) {
         let tag_word = format::le32(tag_word);
@@ -126,28 +127,69 @@ pub(crate) fn expand<const W: usize>(v: Validated<'_>, s: &Scratch<W>, preload: 
         // Tag k at bits 2k, 2k+1.
         let mut tags = format::sequential_tags(tag_word);
         for dst in out.chunks_exact_mut(4) {
-            let tag = (tags & 3) as u8;
+            let row = &TAG_ROWS[(tags & 3) as usize];
             tags >>= 2;
             // The counters never pass the validated counts, and a counter equal to W is
             // only read (masked to 0) for a tag that does not use it.
             let index = usize::from(s.indices[hi & mask] & 15);
-            let d = dict[index];
-            let partial = (d & !LOW_MASK) | u32::from(s.lows[pi & mask]);
+            let low = u32::from(s.lows[pi & mask]);
             let miss = s.misses[mi & mask];
-            let w = [0, partial, miss, d][usize::from(tag)];
-            let store_at = if tag == MISS { format::slot(w) & 15 } else { index };
-            dict[store_at] = if tag == ZERO { d } else { w };
-            // EXACT (3) and PARTIAL (1) are the odd tags: both consume an index.
-            hi += usize::from(tag & 1);
-            pi += usize::from(tag == PARTIAL);
-            mi += usize::from(tag == MISS);
+            let w = (dict[index] & row.keep) | (low & row.take_low) | (miss & row.take_miss);
+            // Only MISS and PARTIAL words change the dictionary. ZERO and EXACT words store
+            // into a spare entry (16 + index): storing the entry back into `index` would make
+            // every later access to it wait for this word's load, one long chain.
+            let store_at = (format::slot(miss) & row.miss_slot) | (index & row.index_slot) | row.spare;
+            dict[store_at & 31] = w;
+            hi += row.uses_index;
+            pi += row.uses_low;
+            mi += row.uses_miss;
             dst.copy_from_slice(&w.to_le_bytes());
         }
     }
 }
 
+/// What the word loop of [`expand`] does for one tag, as masks and increments, so that it
+/// never branches on the tag (tags are data: a branch on them mispredicts).
+struct TagRow {
+    /// The bits of the dictionary entry the word keeps.
+    keep: u32,
+    /// All ones if the word takes the next low bits.
+    take_low: u32,
+    /// All ones if the word is the next miss.
+    take_miss: u32,
+    /// All ones (as a slot mask) if the word stores into its miss's slot.
+    miss_slot: usize,
+    /// All ones if the word stores into the entry its index names.
+    index_slot: usize,
+    /// 16 for words that leave the dictionary alone: the store goes to spare entry
+    /// 16 + index.
+    spare: usize,
+    /// How far the word moves the index, low-bits and miss counters.
+    uses_index: usize,
+    uses_low: usize,
+    uses_miss: usize,
+}
+
+/// [`TagRow`]s by tag: ZERO, PARTIAL, MISS, EXACT.
+const TAG_ROWS: [TagRow; 4] = {
+    const fn row(tag: u8) -> TagRow {
+        let all = usize::MAX;
+        TagRow {
+            keep: [0, !LOW_MASK, 0, u32::MAX][tag as usize],
+            take_low: if tag == PARTIAL { u32::MAX } else { 0 },
+            take_miss: if tag == MISS { u32::MAX } else { 0 },
+            miss_slot: if tag == MISS { all } else { 0 },
+            index_slot: if tag == MISS { 0 } else { all },
+            spare: if tag == ZERO || tag == EXACT { DUMP_ENTRY as usize } else { 0 },
+            uses_index: (tag & 1) as usize,
+            uses_low: (tag == PARTIAL) as usize,
+            uses_miss: (tag == MISS) as usize,
+        }
+    }
+    [row(ZERO), row(PARTIAL), row(MISS), row(EXACT)]
+};
+
 /// Dictionary entry that absorbs the stores of words that must not change the dictionary.
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(crate) const DUMP_ENTRY: u8 = 16;
 
 /// Decodes the sparse form (word 0 is the magic) into `page`.
