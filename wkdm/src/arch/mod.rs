@@ -1,5 +1,8 @@
 //! SIMD paths, one module per instruction set, and their availability checks.
 
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+pub(crate) mod classify;
+
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86_64;
 

@@ -5,10 +5,11 @@ use core::arch::aarch64::*;
 use core::ops::Range;
 
 use crate::compress::Counts;
-use crate::format::{self, EARLY_ABORT_WORDS, LOW_MASK};
-use crate::pipeline::{self, KernelResult};
+use crate::format::LOW_MASK;
+use crate::pipeline::KernelResult;
 use crate::scratch::Scratch;
 
+use super::super::classify::{self, Lanes};
 use super::super::{LEFT_PACK_4, LEFT_PACK_BYTES};
 
 #[inline]
@@ -29,8 +30,63 @@ fn mask(v: uint32x4_t) -> u32 {
     vaddvq_u32(vandq_u32(v, bits))
 }
 
-/// Classifies and packs the words of the 16-word `groups` of the page, continuing from
-/// `counts`, like the x86 kernels, 4 lanes at a time.
+/// Four words in a NEON register.
+#[derive(Clone, Copy)]
+pub(crate) struct Neon(uint32x4_t);
+
+impl Lanes for Neon {
+    const LANES: usize = 4;
+
+    #[inline(always)]
+    unsafe fn load(src: *const u8) -> Self {
+        // SAFETY: the caller guarantees 16 readable bytes and NEON (little-endian host:
+        // the lanes are the little-endian words).
+        Neon(unsafe { vld1q_u32(src.cast()) })
+    }
+
+    #[inline(always)]
+    unsafe fn zero_lanes(self) -> u32 {
+        // SAFETY: the caller guarantees NEON.
+        unsafe { mask(vceqq_u32(self.0, vdupq_n_u32(0))) }
+    }
+
+    #[inline(always)]
+    unsafe fn equal_lanes(self, other: Self) -> u32 {
+        // SAFETY: the caller guarantees NEON.
+        unsafe { mask(vceqq_u32(self.0, other.0)) }
+    }
+
+    #[inline(always)]
+    unsafe fn same_upper_lanes(self, other: Self) -> u32 {
+        // SAFETY: the caller guarantees NEON.
+        unsafe { mask(vceqq_u32(vshrq_n_u32::<10>(veorq_u32(self.0, other.0)), vdupq_n_u32(0))) }
+    }
+
+    #[inline(always)]
+    unsafe fn store_packed(self, mask: u32, dst: *mut u32) {
+        // SAFETY: the caller guarantees 4 writable words and NEON.
+        unsafe { vst1q_u32(dst, left_pack(self.0, mask)) }
+    }
+
+    #[inline(always)]
+    unsafe fn store_packed_lows(self, mask: u32, dst: *mut u16) {
+        // SAFETY: the caller guarantees 4 writable items and NEON.
+        unsafe { vst1_u16(dst, vmovn_u32(left_pack(vandq_u32(self.0, vdupq_n_u32(LOW_MASK)), mask))) }
+    }
+
+    #[inline(always)]
+    unsafe fn store_packed_bytes(src: *const u8, mask: u32, dst: *mut u8) {
+        // SAFETY: the caller guarantees 16 readable and 4 (of 8) writable bytes and NEON;
+        // mask < 16 indexes the table, a 16-byte load of a [u8; 16].
+        unsafe {
+            let control = vld1q_u8(LEFT_PACK_BYTES[(mask & 15) as usize].as_ptr());
+            let packed = vqtbl1q_u8(vld1q_u8(src), control);
+            dst.cast::<u32>().write_unaligned(vgetq_lane_u32::<0>(vreinterpretq_u32_u8(packed)));
+        }
+    }
+}
+
+/// The NEON instance of [`classify::classify`], 4 lanes at a time.
 ///
 /// # Safety
 ///
@@ -43,60 +99,6 @@ pub(crate) unsafe fn classify<const W: usize>(
     groups: Range<usize>,
     counts: Counts,
 ) -> KernelResult {
-    assert!(page.len() == 4 * W && W % 16 == 0 && groups.end <= W / 16);
-    let zero = vdupq_n_u32(0);
-    let low_mask = vdupq_n_u32(LOW_MASK);
-    let misses = s.misses.as_mut_ptr();
-    let indices = s.indices.as_mut_ptr();
-    let lows = s.lows.as_mut_ptr();
-    let (mut m, mut h, mut p) = (counts.misses, counts.hits, counts.partials);
-    for group in groups {
-        let (mut low_bits, mut high_bits) = (0u32, 0u32);
-        for quarter in 0..4 {
-            let i = 16 * group + 4 * quarter;
-            // SAFETY: i + 4 <= W: 4 words of the page (4 * W bytes, little-endian host), of
-            // prev and of slots (whose 16 bytes of slack cover the 16-byte load).
-            let (w, d, slots) = unsafe {
-                (
-                    vld1q_u32(page.as_ptr().add(4 * i).cast()),
-                    vld1q_u32(s.prev.as_ptr().add(i)),
-                    vld1q_u8(s.slots.as_ptr().add(i)),
-                )
-            };
-            let nonzero = !mask(vceqq_u32(w, zero)) & 0xF;
-            let exact = mask(vceqq_u32(w, d)) & nonzero;
-            let near = vshrq_n_u32::<10>(veorq_u32(w, d));
-            let hit = mask(vceqq_u32(near, zero)) & nonzero;
-            let partial = hit & !exact;
-            let miss = nonzero & !hit;
-            low_bits |= hit << (4 * quarter);
-            high_bits |= (miss | exact) << (4 * quarter);
-            let packed_lows = vmovn_u32(left_pack(vandq_u32(w, low_mask), partial));
-            // SAFETY: hit < 16 indexes the table; a 16-byte load of a [u8; 16].
-            let control = unsafe { vld1q_u8(LEFT_PACK_BYTES[(hit & 15) as usize].as_ptr()) };
-            let packed_slots = vqtbl1q_u8(slots, control);
-            // SAFETY: m, p, h <= i <= W - 4 before these stores, and each array has
-            // SLACK >= 16 items after its W items: every store stays inside.
-            unsafe {
-                vst1q_u32(misses.add(m), left_pack(w, miss));
-                vst1_u16(lows.add(p), packed_lows);
-                indices
-                    .add(h)
-                    .cast::<u32>()
-                    .write_unaligned(vgetq_lane_u32::<0>(vreinterpretq_u32_u8(packed_slots)));
-            }
-            m += miss.count_ones() as usize;
-            h += hit.count_ones() as usize;
-            p += partial.count_ones() as usize;
-            if early_abort
-                && i + 4 == EARLY_ABORT_WORDS
-                && pipeline::aborts_early(Counts { misses: m, hits: h, partials: p })
-            {
-                return KernelResult::EarlyAbort;
-            }
-        }
-        let tag_word = format::tag_word(low_bits, high_bits);
-        s.tags[4 * group..4 * group + 4].copy_from_slice(&tag_word.to_le_bytes());
-    }
-    KernelResult::Done(Counts { misses: m, hits: h, partials: p })
+    // SAFETY: NEON is enabled here, all that `Neon` uses.
+    unsafe { classify::classify::<Neon, W>(page, s, early_abort, groups, counts) }
 }

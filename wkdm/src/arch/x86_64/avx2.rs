@@ -9,9 +9,11 @@ use core::ops::Range;
 
 use crate::compress::Counts;
 use crate::decompress::{DUMP_ENTRY, Validated};
-use crate::format::{self, EARLY_ABORT_WORDS, LOW_MASK};
-use crate::pipeline::{self, KernelResult};
+use crate::format::{self, LOW_MASK};
+use crate::pipeline::KernelResult;
 use crate::scratch::Scratch;
+
+use super::super::classify::{self, Lanes};
 
 /// Per 8-bit mask: 0xFF in byte `k` for each set bit `k`.
 static BYTE_MASKS: [u64; 256] = {
@@ -103,9 +105,76 @@ fn mask(v: __m256i) -> u32 {
     _mm256_movemask_ps(_mm256_castsi256_ps(v)) as u32
 }
 
-/// Classifies and packs the words of the 16-word `groups` of the page, continuing from
-/// `counts` (see [`pipeline`]): `s.prev` must hold the
-/// output of [`pipeline::recurrence`] for `page` (`4 * W` bytes, little-endian words).
+/// Eight words in an AVX2 register.
+#[derive(Clone, Copy)]
+pub(crate) struct Avx2(__m256i);
+
+impl Lanes for Avx2 {
+    const LANES: usize = 8;
+
+    #[inline(always)]
+    unsafe fn load(src: *const u8) -> Self {
+        // SAFETY: the caller guarantees 32 readable bytes and AVX2.
+        Avx2(unsafe { _mm256_loadu_si256(src.cast()) })
+    }
+
+    #[inline(always)]
+    unsafe fn zero_lanes(self) -> u32 {
+        // SAFETY: the caller guarantees AVX2.
+        unsafe { mask(_mm256_cmpeq_epi32(self.0, _mm256_setzero_si256())) }
+    }
+
+    #[inline(always)]
+    unsafe fn equal_lanes(self, other: Self) -> u32 {
+        // SAFETY: the caller guarantees AVX2.
+        unsafe { mask(_mm256_cmpeq_epi32(self.0, other.0)) }
+    }
+
+    #[inline(always)]
+    unsafe fn same_upper_lanes(self, other: Self) -> u32 {
+        // SAFETY: the caller guarantees AVX2.
+        unsafe {
+            let near = _mm256_srli_epi32::<10>(_mm256_xor_si256(self.0, other.0));
+            mask(_mm256_cmpeq_epi32(near, _mm256_setzero_si256()))
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn store_packed(self, mask: u32, dst: *mut u32) {
+        // SAFETY: the caller guarantees 8 writable words and AVX2.
+        unsafe { _mm256_storeu_si256(dst.cast(), _mm256_permutevar8x32_epi32(self.0, left_pack(mask))) }
+    }
+
+    #[inline(always)]
+    unsafe fn store_packed_lows(self, mask: u32, dst: *mut u16) {
+        // SAFETY: the caller guarantees 8 writable items (16 bytes) and AVX2.
+        unsafe {
+            let lows = _mm256_and_si256(self.0, _mm256_set1_epi32(LOW_MASK as i32));
+            let packed = _mm256_permutevar8x32_epi32(lows, left_pack(mask));
+            let packed = _mm256_permute4x64_epi64::<0b1000>(_mm256_packus_epi32(packed, packed));
+            _mm_storeu_si128(dst.cast(), _mm256_castsi256_si128(packed));
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn store_packed_bytes(src: *const u8, mask: u32, dst: *mut u8) {
+        // SAFETY: the caller guarantees 8 readable and 8 writable bytes and SSSE3 (AVX2).
+        unsafe {
+            let packed = shuffle_bytes(src.cast::<u64>().read_unaligned(), PACK_ORDER[mask as usize & 0xFF]);
+            dst.cast::<u64>().write_unaligned(packed);
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn tag_word(low: u32, high: u32) -> u32 {
+        // BMI2: tag k's two bits to bits 2k, 2k + 1, then the stream's cell order.
+        // SAFETY: the caller guarantees BMI2 (part of this path's features).
+        let sequential = unsafe { _pdep_u32(low, 0x5555_5555) | _pdep_u32(high, 0xAAAA_AAAA) };
+        format::sequential_tags(sequential)
+    }
+}
+
+/// The AVX2 + BMI2 instance of [`classify::classify`], 8 lanes at a time.
 ///
 /// # Safety
 ///
@@ -118,61 +187,8 @@ pub(crate) unsafe fn classify<const W: usize>(
     groups: Range<usize>,
     counts: Counts,
 ) -> KernelResult {
-    assert!(page.len() == 4 * W && W % 16 == 0 && groups.end <= W / 16);
-    let zero = _mm256_setzero_si256();
-    let low_mask = _mm256_set1_epi32(LOW_MASK as i32);
-    let misses = s.misses.as_mut_ptr();
-    let indices = s.indices.as_mut_ptr();
-    let lows = s.lows.as_mut_ptr();
-    let (mut m, mut h, mut p) = (counts.misses, counts.hits, counts.partials);
-    for group in groups {
-        let (mut low_bits, mut high_bits) = (0u32, 0u32);
-        for half in 0..2 {
-            let i = 16 * group + 8 * half;
-            // SAFETY: i + 8 <= W: 8 words of the page (4 * W bytes), of prev and of slots.
-            let (w, d, slots) = unsafe {
-                (
-                    _mm256_loadu_si256(page.as_ptr().add(4 * i).cast()),
-                    _mm256_loadu_si256(s.prev.as_ptr().add(i).cast()),
-                    s.slots.as_ptr().add(i).cast::<u64>().read_unaligned(),
-                )
-            };
-            let nonzero = !mask(_mm256_cmpeq_epi32(w, zero)) & 0xFF;
-            let exact = mask(_mm256_cmpeq_epi32(w, d)) & nonzero;
-            let near = _mm256_srli_epi32::<10>(_mm256_xor_si256(w, d));
-            let hit = mask(_mm256_cmpeq_epi32(near, zero)) & nonzero;
-            let partial = hit & !exact;
-            let miss = nonzero & !hit;
-            low_bits |= hit << (8 * half);
-            high_bits |= (miss | exact) << (8 * half);
-            let packed_misses = _mm256_permutevar8x32_epi32(w, left_pack(miss));
-            let packed_lows = _mm256_permutevar8x32_epi32(_mm256_and_si256(w, low_mask), left_pack(partial));
-            let packed_lows =
-                _mm256_permute4x64_epi64::<0b1000>(_mm256_packus_epi32(packed_lows, packed_lows));
-            let packed_slots = shuffle_bytes(slots, PACK_ORDER[hit as usize & 0xFF]);
-            // SAFETY: m, p, h <= i <= W - 8 before these stores, and each array has
-            // SLACK >= 16 items after its W items: every store stays inside.
-            unsafe {
-                _mm256_storeu_si256(misses.add(m).cast(), packed_misses);
-                _mm_storeu_si128(lows.add(p).cast(), _mm256_castsi256_si128(packed_lows));
-                indices.add(h).cast::<u64>().write_unaligned(packed_slots);
-            }
-            m += miss.count_ones() as usize;
-            h += hit.count_ones() as usize;
-            p += partial.count_ones() as usize;
-            if early_abort
-                && i + 8 == EARLY_ABORT_WORDS
-                && pipeline::aborts_early(Counts { misses: m, hits: h, partials: p })
-            {
-                return KernelResult::EarlyAbort;
-            }
-        }
-        // BMI2: tag k's two bits to bits 2k, 2k + 1, then the stream's cell order.
-        let sequential = _pdep_u32(low_bits, 0x5555_5555) | _pdep_u32(high_bits, 0xAAAA_AAAA);
-        let tag_word = format::sequential_tags(sequential);
-        s.tags[4 * group..4 * group + 4].copy_from_slice(&tag_word.to_le_bytes());
-    }
-    KernelResult::Done(Counts { misses: m, hits: h, partials: p })
+    // SAFETY: AVX2 and BMI2 are enabled here, all that `Avx2` uses.
+    unsafe { classify::classify::<Avx2, W>(page, s, early_abort, groups, counts) }
 }
 
 /// First stage of the decoder (see [`resolve_chunks`]): expands the validated misses and
