@@ -132,6 +132,45 @@ fn fast_loop(src: &[u8], dst: &mut [u8], at: Position) -> Position {
                 w = lit >> (8 * next);
             }
             state = next;
+        } else if t == 32 && (w >> 8) & 0xFF != 0 {
+            // M3 with a one-byte length extension: 34..=288 bytes (the long matches of real
+            // pages, about 20 per page, mostly shorter than 64 bytes).
+            let len = ((w >> 8) & 0xFF) as usize + 33;
+            let v = ((w >> 16) & 0xFFFF) as usize;
+            let dist = (v >> 2) + 1;
+            let next = v & 3;
+            if dist > op.addr() - d0.addr() || len > d_end.addr() - op.addr() - MATCH_SLACK {
+                break;
+            }
+            // SAFETY: 1 <= dist <= op - d0 and op + len + 32 <= d_end (checked above): the
+            // four unconditional 16-byte blocks end at op + 64 <= op + len + 30, the loop's
+            // below op + len + 16, `copy_short`'s below op + len + 32 (its contract); the
+            // literal store ends at op + len + 4; ip + 4 + 8 <= ip + 16 (the margins) for the
+            // literal word.
+            unsafe {
+                if dist >= 16 {
+                    // Blocks of 16 never overlap their source. Four without a test: most of
+                    // these matches are at most 64 bytes.
+                    let from = op.sub(dist);
+                    core::ptr::copy_nonoverlapping(from, op, 16);
+                    core::ptr::copy_nonoverlapping(from.add(16), op.add(16), 16);
+                    core::ptr::copy_nonoverlapping(from.add(32), op.add(32), 16);
+                    core::ptr::copy_nonoverlapping(from.add(48), op.add(48), 16);
+                    let mut i = 64;
+                    while i < len {
+                        core::ptr::copy_nonoverlapping(from.add(i), op.add(i), 16);
+                        i += 16;
+                    }
+                } else {
+                    copy_short(op, dist, len);
+                }
+                let lit = load64(ip.add(4));
+                store4(op.add(len), lit);
+                op = op.add(len + next);
+                ip = opaque(ip.add(4)).add(next);
+                w = lit >> (8 * next);
+            }
+            state = next;
         } else {
             // Everything else, with the next instruction's bytes loaded afresh below.
             'instruction: {
@@ -162,17 +201,28 @@ fn fast_loop(src: &[u8], dst: &mut [u8], at: Position) -> Position {
                             break 'decode;
                         }
                         // SAFETY: op + run + 16 <= d_end (checked just above) and
-                        // ip + 8 <= ip + 16 (the margins): the zeros (16-byte blocks, rounded
-                        // up) and the 4-byte literal copy stay inside `dst` and `src`, which
-                        // do not overlap.
+                        // op + 32 <= op + 48 <= d_end (the margins) for the zeros (two 16-byte
+                        // blocks, or `fill_wide`'s rounded-up blocks); the literal store ends
+                        // at op + run + 4; ip + 4 + 8 <= ip + 16 (the margins) for the literal
+                        // word. `src` and `dst` do not overlap.
                         unsafe {
-                            fill_wide(op, 0, run);
-                            core::ptr::copy_nonoverlapping(ip.add(4), op.add(run), 4);
+                            if run <= 32 {
+                                op.cast::<[u8; 16]>().write_unaligned([0; 16]);
+                                op.add(16).cast::<[u8; 16]>().write_unaligned([0; 16]);
+                            } else {
+                                fill_wide(op, 0, run);
+                            }
+                            let lit = load64(ip.add(4));
+                            store4(op.add(run), lit);
                             op = op.add(run + next);
                             ip = ip.add(4 + next);
+                            w = lit >> (8 * next);
                         }
                         state = next;
-                        break 'instruction;
+                        if ip > ip_last || op > op_last {
+                            break 'decode;
+                        }
+                        continue 'decode;
                     }
                     let mut l = t & 7;
                     // SAFETY: the margins: ip + 1 is inside `src`.
@@ -511,10 +561,17 @@ mod tests {
             }
         }
         // Short matches at every period 1..=20 and lengths around the block sizes.
-        let periods: &[usize] =
-            if cfg!(miri) { &[1, 2, 7, 8, 16, 17] } else { &[1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 15, 16, 17, 20] };
-        let lens: &[usize] =
-            if cfg!(miri) { &[3, 9, 33, 100] } else { &[3, 7, 8, 9, 15, 16, 17, 31, 33, 100, 1000] };
+        // (M3 lengths 34..=288 take the one-byte-extension path with its 64-byte blocks.)
+        let periods: &[usize] = if cfg!(miri) {
+            &[1, 2, 7, 8, 16, 17]
+        } else {
+            &[1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 15, 16, 17, 20, 33, 64]
+        };
+        let lens: &[usize] = if cfg!(miri) {
+            &[3, 9, 33, 70, 300]
+        } else {
+            &[3, 7, 8, 9, 15, 16, 17, 31, 33, 34, 35, 48, 63, 64, 65, 80, 100, 287, 288, 289, 1000]
+        };
         for &period in periods {
             for &len in lens {
                 let mut src: Vec<u8> = (0..period).map(|i| (i * 37 + 1) as u8).collect();
