@@ -342,13 +342,9 @@ impl<const WORDS: usize> WkdmCodec<WORDS> {
             #[cfg(target_arch = "x86_64")]
             Path::Avx2 => {
                 decompress::decompress_with::<WORDS>(input, &mut self.scratch, page, |v, s, page| {
-                    // SAFETY: `self.path` is only ever set to an available path, so AVX2 and
-                    // BMI2 are present; `v` and `s` come from `validate` on this stream.
-                    // `expand_streams` writes the word routes that `resolve_chunks` reads.
-                    unsafe {
-                        arch::x86_64::avx2::expand_streams::<WORDS>(v, s, page);
-                        arch::x86_64::avx2::resolve_chunks::<WORDS>(s, preload, page);
-                    }
+                    // SAFETY: `self.path` is only ever set to an available path, so AVX2 and BMI2
+                    // are present; `v` and `s` come from `validate` on this stream.
+                    unsafe { arch::x86_64::avx2::decode::<WORDS>(v, s, preload, page) }
                 })
             }
             _ => decompress::decompress::<WORDS>(input, &mut self.scratch, preload, page),

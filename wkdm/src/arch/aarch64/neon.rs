@@ -9,7 +9,8 @@ use crate::format::LOW_MASK;
 use crate::pipeline::KernelResult;
 use crate::scratch::Scratch;
 
-use super::super::classify::{self, Lanes};
+use super::super::classify;
+use super::super::lanes::Lanes;
 use super::super::{LEFT_PACK_4, LEFT_PACK_BYTES};
 
 #[inline]

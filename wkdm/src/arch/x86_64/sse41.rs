@@ -9,23 +9,21 @@ use crate::format::LOW_MASK;
 use crate::pipeline::KernelResult;
 use crate::scratch::Scratch;
 
-use super::super::classify::{self, Lanes};
-use super::super::{LEFT_PACK_4, LEFT_PACK_BYTES};
+use super::super::lanes::Lanes;
+use super::super::{LEFT_PACK_4, LEFT_PACK_BYTES, classify};
 
+/// Moves the 32-bit lanes of `v` selected by `mask` (4 bits) to the front.
 #[inline]
-#[target_feature(enable = "sse4.1,ssse3")]
+#[target_feature(enable = "ssse3")]
 fn left_pack(v: __m128i, mask: u32) -> __m128i {
-    // SAFETY: mask < 16 indexes the table; an unaligned 16-byte load of a [u8; 16].
-    let control = unsafe { _mm_loadu_si128(LEFT_PACK_4[(mask & 15) as usize].as_ptr().cast()) };
-    _mm_shuffle_epi8(v, control)
+    shuffle(v, &LEFT_PACK_4, mask)
 }
 
+/// Moves the bytes of `v` selected by `mask` (4 bits) to the front.
 #[inline]
-#[target_feature(enable = "sse4.1,ssse3")]
+#[target_feature(enable = "ssse3")]
 fn left_pack_bytes(v: __m128i, mask: u32) -> __m128i {
-    // SAFETY: mask < 16 indexes the table; an unaligned 16-byte load of a [u8; 16].
-    let control = unsafe { _mm_loadu_si128(LEFT_PACK_BYTES[(mask & 15) as usize].as_ptr().cast()) };
-    _mm_shuffle_epi8(v, control)
+    shuffle(v, &LEFT_PACK_BYTES, mask)
 }
 
 #[inline]
@@ -90,6 +88,15 @@ impl Lanes for Sse41 {
             dst.cast::<i32>().write_unaligned(_mm_cvtsi128_si32(left_pack_bytes(bytes, mask)));
         }
     }
+}
+
+/// `pshufb` of `v` with the control `table[mask]` (4-bit mask).
+#[inline]
+#[target_feature(enable = "ssse3")]
+fn shuffle(v: __m128i, table: &[[u8; 16]; 16], mask: u32) -> __m128i {
+    // SAFETY: mask & 15 indexes the table; an unaligned 16-byte load of a [u8; 16].
+    let control = unsafe { _mm_loadu_si128(table[(mask & 15) as usize].as_ptr().cast()) };
+    _mm_shuffle_epi8(v, control)
 }
 
 /// The SSE4.1 + SSSE3 instance of [`classify::classify`], 4 lanes at a time.

@@ -1,0 +1,63 @@
+//! [`Lanes`]: what each instruction set provides to the SIMD kernels.
+//!
+//! Each instruction set (AVX2, SSE4.1, NEON) only says how to load, compare, left-pack and
+//! expand a vector of words; the kernels ([`super::classify`], [`super::expand`]) are
+//! written once over these traits. The kernels and the [`Lanes`] methods are `#[inline(always)]`:
+//! each instruction set's `#[target_feature]` entry point instantiates a kernel, and
+//! everything compiles into that one function with its features enabled (the memchr
+//! pattern).
+
+/// A vector of [`Lanes::LANES`] 32-bit words of one instruction set.
+///
+/// # Safety
+///
+/// Every method may use the instruction set's intrinsics: call them only where the CPU has
+/// it (in practice, from that instruction set's `#[target_feature]` kernel).
+pub(crate) trait Lanes: Copy {
+    /// Words per vector: 4 or 8 (a divisor of 16 and of [`EARLY_ABORT_WORDS`]).
+    const LANES: usize;
+
+    /// Loads `LANES` little-endian words.
+    ///
+    /// # Safety
+    ///
+    /// `src` is valid for reads of `4 * LANES` bytes.
+    unsafe fn load(src: *const u8) -> Self;
+
+    /// Bit `k` set where lane `k` is zero.
+    unsafe fn zero_lanes(self) -> u32;
+
+    /// Bit `k` set where lane `k` equals that of `other`.
+    unsafe fn equal_lanes(self, other: Self) -> u32;
+
+    /// Bit `k` set where lane `k` agrees with that of `other` in its upper 22 bits.
+    unsafe fn same_upper_lanes(self, other: Self) -> u32;
+
+    /// Writes the lanes selected by `mask` to `dst`, in order.
+    ///
+    /// # Safety
+    ///
+    /// `dst` is valid for writes of `LANES` words (those past the selected ones get junk).
+    unsafe fn store_packed(self, mask: u32, dst: *mut u32);
+
+    /// Writes the low 10 bits of the lanes selected by `mask` to `dst` as `u16`, in order.
+    ///
+    /// # Safety
+    ///
+    /// `dst` is valid for writes of `LANES` items.
+    unsafe fn store_packed_lows(self, mask: u32, dst: *mut u16);
+
+    /// Writes the bytes `src[k]` (`k < LANES`) selected by `mask` to `dst`, in order.
+    ///
+    /// # Safety
+    ///
+    /// `src` is valid for reads of 16 bytes and `dst` for writes of 8.
+    unsafe fn store_packed_bytes(src: *const u8, mask: u32, dst: *mut u8);
+
+    /// The stream tag word of 16 words from their tag-bit masks (see
+    /// [`crate::format::tag_word`], the default).
+    #[inline(always)]
+    unsafe fn tag_word(low: u32, high: u32) -> u32 {
+        crate::format::tag_word(low, high)
+    }
+}
