@@ -79,7 +79,7 @@ pub(crate) struct Scratch<const W: usize> {
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(crate) word_routes: [u8; W],
     /// AVX2 decoder: per word, its value decoded against an unknown chunk-initial
-    /// dictionary, with taint bits above bit 31 (see `avx2::resolve_chunks`).
+    /// dictionary, with taint bits above bit 31 (see `arch::expand`).
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(crate) wide: [u64; W],
     /// SIMD decoders: the slot of each missed word, with slack for 8-byte loads.
