@@ -14,7 +14,8 @@
 /// Every method may use the instruction set's intrinsics: call them only where the CPU has
 /// it (in practice, from that instruction set's `#[target_feature]` kernel).
 pub(crate) trait Lanes: Copy {
-    /// Words per vector: 4 or 8 (a divisor of 16 and of [`EARLY_ABORT_WORDS`]).
+    /// Words per vector: 4 or 8 (a divisor of 16 and of
+    /// [`EARLY_ABORT_WORDS`](crate::format::EARLY_ABORT_WORDS)).
     const LANES: usize;
 
     /// Loads `LANES` little-endian words.
