@@ -300,17 +300,25 @@ fn fast_loop(src: &[u8], dst: &mut [u8], at: Position) -> Position {
                     // SAFETY: the margins: ip + 2 is inside `src`.
                     after = unsafe { ip.add(2) };
                 }
-                // Look-behind overruns and matches too long for the margin go to the
-                // reference.
-                if dist > op.addr() - d0.addr() || len > d_end.addr() - op.addr() - MATCH_SLACK {
+                // Look-behind overruns and matches that do not fit go to the reference.
+                let room = d_end.addr() - op.addr();
+                if dist > op.addr() - d0.addr() || len > room - 4 {
                     break 'decode;
                 }
-                // SAFETY: 1 <= dist <= op - d0 and op + len + 32 <= d_end (checked above), as
-                // `copy_match` requires; then op + len + 4 <= d_end and after + 4 <= s_end
-                // (after = ip + 2 for M1, and `s_end - p >= 6` was checked otherwise) for the
-                // 4-byte literal copy from `src` into `dst`.
+                // SAFETY: 1 <= dist <= op - d0 and op + len + 4 <= d_end (checked above; room
+                // >= 48 by the margins): `copy_match` writes below op + len + 32 <= d_end when
+                // that holds, else `copy_match_exact` exactly op..op + len; then the 4-byte
+                // literal copy ends at op + len + 4, from after + 4 <= s_end (after = ip + 2
+                // for M1, and `s_end - p >= 6` was checked otherwise). `src` and `dst` do not
+                // overlap.
                 unsafe {
-                    copy_match(op, dist, len);
+                    if len > room - MATCH_SLACK {
+                        // A long match running up to the end of the page (a page ending in
+                        // zeros, say): exact, rather than byte by byte in the reference.
+                        copy_match_exact(op, dist, len);
+                    } else {
+                        copy_match(op, dist, len);
+                    }
                     core::ptr::copy_nonoverlapping(after, op.add(len), 4);
                     op = op.add(len + next);
                     ip = after.add(next);
@@ -449,6 +457,31 @@ unsafe fn copy_short(to: *mut u8, dist: usize, len: usize) {
     unsafe { copy_match(to, dist, len) }
 }
 
+/// [`copy_match`] that writes exactly `to..to + len`: all but the last 32 bytes with
+/// `copy_match` (whose writes then end by `to + len`), the rest byte by byte.
+///
+/// # Safety
+///
+/// `1 <= dist`, the `dist` bytes before `to` are initialised output, and `to..to + len` is
+/// writable output.
+#[cold]
+#[inline(never)]
+unsafe fn copy_match_exact(to: *mut u8, dist: usize, len: usize) {
+    let mut k = 0;
+    if len >= 32 {
+        // SAFETY: `copy_match` writes below to + max(32, (len - 32) rounded up to 16), which
+        // is at most to + len for len >= 32; the caller's promises cover the rest.
+        unsafe { copy_match(to, dist, len - 32) };
+        k = len - 32;
+    }
+    while k < len {
+        // SAFETY: k < len is writable, and k - dist is either before `to` (initialised, by
+        // the caller) or an earlier byte of this match, already written.
+        unsafe { *to.add(k) = *to.add(k).sub(dist) };
+        k += 1;
+    }
+}
+
 /// Writes `n` bytes of `byte` at `to` in 16-byte blocks (rounded up).
 ///
 /// Inline stores instead of a `memset` call: a call in the loop makes the compiler keep the
@@ -581,6 +614,22 @@ mod tests {
                 src.extend_from_slice(b"tail literals that end the stream..");
                 let n = c.compress(&src, &mut out).unwrap();
                 v.push((out[..n].to_vec(), src.len()));
+            }
+        }
+        // Long matches (general path) ending 20..=40 bytes before the end of the output,
+        // where the 32 scratch bytes do not fit and the exact copy runs.
+        let tails: &[usize] = if cfg!(miri) { &[20, 31] } else { &[20, 25, 31, 32, 33, 40] };
+        for &period in &[1usize, 7, 40] {
+            for &len in &[300usize, 2000] {
+                for &tail in tails {
+                    let mut src: Vec<u8> = (0..40).map(|i| (i * 37 + 1) as u8).collect();
+                    for i in 0..len {
+                        src.push(src[40 - period + i % period]);
+                    }
+                    src.extend((0..tail).map(|i| (i * 11 + 5) as u8));
+                    let n = c.compress(&src, &mut out).unwrap();
+                    v.push((out[..n].to_vec(), src.len()));
+                }
             }
         }
         v
