@@ -1,7 +1,9 @@
-//! AVX2 + BMI2 kernels: 8 words per step.
+//! AVX2 + BMI2: the [`Lanes`] and [`Expand`] implementations (8 words per step) and the
+//! entry points of the compress kernel and the decoder.
 //!
 //! Left-pack and expand orders come from 256-entry tables rather than `pext`/`pdep`,
-//! which measured markedly slower here (`pdep` is kept only for the tag bits).
+//! which measured markedly slower here in front of `vpermd`; `pext`/`pdep` only move tag
+//! bits.
 
 use core::arch::x86_64::*;
 
