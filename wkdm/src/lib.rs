@@ -274,47 +274,37 @@ impl<const WORDS: usize> WkdmCodec<WORDS> {
         out: &mut [u8],
         report_same_value: bool,
     ) -> Result<Compressed, CompressError> {
-        let (s, options) = (&mut self.scratch, &self.options);
+        #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+        if let Some(kernel) = self.simd_kernel() {
+            let (s, options) = (&mut self.scratch, &self.options);
+            return pipeline::compress(
+                page,
+                s,
+                out,
+                options,
+                report_same_value,
+                |page, s, abort, groups, counts| {
+                    // SAFETY: `kernel` is the kernel of `self.path`, which is only ever set to an
+                    // available path (`new` takes `Path::best()`, `with_path` checks
+                    // `is_available`), so its instruction set is present.
+                    unsafe { kernel(page, s, abort, groups, counts) }
+                },
+            );
+        }
+        compress::compress::<WORDS>(page, &mut self.scratch, out, &self.options, report_same_value)
+    }
+
+    /// The SIMD classify kernel of `self.path`; `None` for the scalar compressor.
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    fn simd_kernel(&self) -> Option<pipeline::Kernel<WORDS>> {
         match self.path {
             #[cfg(target_arch = "x86_64")]
-            Path::Avx2 => pipeline::compress(
-                page,
-                s,
-                out,
-                options,
-                report_same_value,
-                |page, s, abort, groups, counts| {
-                    // SAFETY: `self.path` is only ever set to an available path (`new` takes
-                    // `Path::best()`, `with_path` checks `is_available`), so AVX2 and BMI2 are
-                    // present.
-                    unsafe { arch::x86_64::avx2::classify::<WORDS>(page, s, abort, groups, counts) }
-                },
-            ),
+            Path::Avx2 => Some(arch::x86_64::avx2::classify::<WORDS>),
             #[cfg(target_arch = "x86_64")]
-            Path::Sse41 => pipeline::compress(
-                page,
-                s,
-                out,
-                options,
-                report_same_value,
-                |page, s, abort, groups, counts| {
-                    // SAFETY: as above, SSE4.1, SSSE3 and POPCNT are present.
-                    unsafe { arch::x86_64::sse41::classify::<WORDS>(page, s, abort, groups, counts) }
-                },
-            ),
+            Path::Sse41 => Some(arch::x86_64::sse41::classify::<WORDS>),
             #[cfg(target_arch = "aarch64")]
-            Path::Neon => pipeline::compress(
-                page,
-                s,
-                out,
-                options,
-                report_same_value,
-                |page, s, abort, groups, counts| {
-                    // SAFETY: as above, NEON is present.
-                    unsafe { arch::aarch64::neon::classify::<WORDS>(page, s, abort, groups, counts) }
-                },
-            ),
-            _ => compress::compress::<WORDS>(page, s, out, options, report_same_value),
+            Path::Neon => Some(arch::aarch64::neon::classify::<WORDS>),
+            _ => None,
         }
     }
 

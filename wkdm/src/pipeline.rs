@@ -44,6 +44,11 @@ pub(crate) fn recurrence<const W: usize>(
     }
 }
 
+/// A per-instruction-set classify kernel (`arch::classify`): it may only run where its
+/// instruction set is present.
+pub(crate) type Kernel<const W: usize> =
+    unsafe fn(&[u8], &mut Scratch<W>, bool, Range<usize>, Counts) -> KernelResult;
+
 /// What a kernel reports for a range of words.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum KernelResult {
