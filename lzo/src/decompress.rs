@@ -6,7 +6,7 @@
 //! (bytes written and error) on every input, which the tests check.
 
 use crate::DecompressError;
-use crate::format::{M4_MARKER, MIN_ZERO_RUN, VERSION_HEADER};
+use crate::format::{M4_MARKER, MIN_ZERO_RUN, VERSION_HEADER, short_match};
 
 /// Most `0x00` bytes a length extension may hold before the length could overflow `usize`
 /// (liblzo2's and the kernel's `MAX_255_COUNT`).
@@ -159,13 +159,7 @@ pub(crate) fn decode_from(src: &[u8], dst: &mut [u8], at: Position) -> Result<us
             // 0000DDSS H: M1 (2 bytes, after 1..3 literals) or the 3-byte match after a run.
             let h = byte(src, ip)?;
             ip += 1;
-            if state == 4 {
-                len = 3;
-                dist = (t >> 2) + (h << 2) + 2049;
-            } else {
-                len = 2;
-                dist = (t >> 2) + (h << 2) + 1;
-            }
+            (len, dist) = short_match(t, h, state);
             next = t & 3;
         }
         copy_match(dst, &mut op, dist, len)?;

@@ -62,6 +62,14 @@ pub const fn worst_case_len(n: usize) -> usize {
     n.saturating_add(n / 16).saturating_add(64 + 3 + 2)
 }
 
+/// Length and distance of a `0000DDSS H` instruction (opcode `t` < 16, second byte `h`):
+/// the 3-byte match that may follow a literal run (`state` 4), else M1, a 2-byte match
+/// after 1..3 literals.
+#[inline(always)]
+pub(crate) fn short_match(t: usize, h: usize, state: usize) -> (usize, usize) {
+    if state == 4 { (3, (t >> 2) + (h << 2) + 2049) } else { (2, (t >> 2) + (h << 2) + 1) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
