@@ -17,7 +17,7 @@
 
 use crate::DecompressError;
 use crate::decompress::{MAX_255_COUNT, Position, decode_from, first_literals, read_header};
-use crate::format::MIN_ZERO_RUN;
+use crate::format::{MIN_ZERO_RUN, short_match};
 
 /// Input bytes required at an instruction's start: opcode, two operand bytes, and a 4-byte
 /// copy of up to 3 trailing literals, with slack for the zero-run token (4 + 4 bytes).
@@ -92,12 +92,7 @@ fn fast_loop(src: &[u8], dst: &mut [u8], at: Position) -> Position {
                 } else {
                     copy_short(op, dist, len);
                 }
-                let lit = load64(ip.add(2));
-                store4(op.add(len), lit);
-                op = op.add(len + next);
-                ip = opaque(ip.add(2)).add(next);
-                // The next instruction's first bytes, without waiting for a load from ip.
-                w = lit >> (8 * next);
+                (ip, op, w) = trailing_literals(ip, 2, op, len, next);
             }
             state = next;
         } else if t >= 32 && t & 31 != 0 {
@@ -125,11 +120,7 @@ fn fast_loop(src: &[u8], dst: &mut [u8], at: Position) -> Position {
                 } else {
                     copy_short(op, dist, len);
                 }
-                let lit = load64(ip.add(3));
-                store4(op.add(len), lit);
-                op = op.add(len + next);
-                ip = opaque(ip.add(3)).add(next);
-                w = lit >> (8 * next);
+                (ip, op, w) = trailing_literals(ip, 3, op, len, next);
             }
             state = next;
         } else if t == 32 && (w >> 8) & 0xFF != 0 {
@@ -164,11 +155,7 @@ fn fast_loop(src: &[u8], dst: &mut [u8], at: Position) -> Position {
                 } else {
                     copy_short(op, dist, len);
                 }
-                let lit = load64(ip.add(4));
-                store4(op.add(len), lit);
-                op = op.add(len + next);
-                ip = opaque(ip.add(4)).add(next);
-                w = lit >> (8 * next);
+                (ip, op, w) = trailing_literals(ip, 4, op, len, next);
             }
             state = next;
         } else {
@@ -288,14 +275,7 @@ fn fast_loop(src: &[u8], dst: &mut [u8], at: Position) -> Position {
                     break 'instruction;
                 } else {
                     // M1 (after 1..3 literals) or the 3-byte match after a literal run.
-                    let h = ((w >> 8) & 0xFF) as usize;
-                    if state == 4 {
-                        len = 3;
-                        dist = (t >> 2) + (h << 2) + 2049;
-                    } else {
-                        len = 2;
-                        dist = (t >> 2) + (h << 2) + 1;
-                    }
+                    (len, dist) = short_match(t, ((w >> 8) & 0xFF) as usize, state);
                     next = t & 3;
                     // SAFETY: the margins: ip + 2 is inside `src`.
                     after = unsafe { ip.add(2) };
@@ -365,6 +345,30 @@ fn opaque(mut p: *const u8) -> *const u8 {
 #[inline(always)]
 fn opaque(p: *const u8) -> *const u8 {
     p
+}
+
+/// Ends an M2 or M3 whose operands take the `operands` bytes at `ip`: writes its `next`
+/// (0..=3) trailing literals, the low bytes of the word after the operands, behind the
+/// `len`-byte match at `op`, and returns the next instruction's `ip` and `op` and its first
+/// bytes, taken from that same word instead of a new load at `ip`.
+///
+/// # Safety
+///
+/// `ip + operands + 8` is inside the input and `op + len + 4` inside the output.
+#[inline(always)]
+unsafe fn trailing_literals(
+    ip: *const u8,
+    operands: usize,
+    op: *mut u8,
+    len: usize,
+    next: usize,
+) -> (*const u8, *mut u8, u64) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let lit = load64(ip.add(operands));
+        store4(op.add(len), lit);
+        (opaque(ip.add(operands)).add(next), op.add(len + next), lit >> (8 * next))
+    }
 }
 
 /// Reads 8 bytes at `p` as a little-endian word (byte `p` in the low bits).
