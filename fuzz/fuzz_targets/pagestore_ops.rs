@@ -52,6 +52,23 @@ fn check_all<C: EntryCodec>(store: &PageStore<C>, model: &BTreeMap<u64, Page>, c
     assert!(stats.mm.compr_data_size <= stats.mm.orig_data_size);
 }
 
+/// `key` loads the model's page into `page` (first filled with junk by the caller), or is
+/// not found when the model has none.
+fn check_key<C: EntryCodec>(
+    store: &mut PageStore<C>,
+    model: &BTreeMap<u64, Page>,
+    key: u64,
+    page: &mut Page,
+) {
+    match model.get(&key) {
+        Some(expected) => {
+            store.load(key, page).expect("stored page does not load");
+            assert!(*page == *expected, "wrong page under key {key}");
+        }
+        None => assert_eq!(store.load(key, page), Err(LoadError::NotFound)),
+    }
+}
+
 fn run<C: EntryCodec>(codec: C, input: &Input) {
     let mut config = StoreConfig::default()
         .with_same_filled(input.same_filled)
@@ -83,24 +100,12 @@ fn run<C: EntryCodec>(codec: C, input: &Input) {
                     Err(e) => panic!("unexpected store error {e:?}"),
                 }
                 // Whatever happened, the key holds the model's page (the old one on failure).
-                match model.get(&key) {
-                    Some(expected) => {
-                        store.load(key, &mut page).expect("stored page does not load");
-                        assert!(page == *expected, "wrong page under key {key}");
-                    }
-                    None => assert_eq!(store.load(key, &mut page), Err(LoadError::NotFound)),
-                }
+                check_key(&mut store, &model, key, &mut page);
             }
             Op::Load { key } => {
                 let key = u64::from(*key);
                 page = Page::filled(step as u8);
-                match model.get(&key) {
-                    Some(expected) => {
-                        store.load(key, &mut page).expect("stored page does not load");
-                        assert!(page == *expected, "wrong page under key {key}");
-                    }
-                    None => assert_eq!(store.load(key, &mut page), Err(LoadError::NotFound)),
-                }
+                check_key(&mut store, &model, key, &mut page);
             }
             Op::Remove { key } => {
                 let key = u64::from(*key);
