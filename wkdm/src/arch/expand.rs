@@ -124,7 +124,7 @@ pub(crate) unsafe fn decode<V: Expand, const W: usize>(
 /// The true value of a chained word (or final dictionary entry) `e` whose chunk began with
 /// `initial` in its slot: its tainted bits come from `initial`.
 #[inline(always)]
-pub(crate) fn resolve_word(e: u64, initial: u32) -> u32 {
+fn resolve_word(e: u64, initial: u32) -> u32 {
     let upper = 0u32.wrapping_sub((e >> 32) as u32 & 1) & !LOW_MASK;
     let lower = 0u32.wrapping_sub((e >> 33) as u32 & 1) & LOW_MASK;
     e as u32 | (initial & (upper | lower))
