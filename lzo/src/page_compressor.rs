@@ -14,10 +14,6 @@
 //!    candidate bytes → match length → next position. Lengthening that chain by 6 cycles
 //!    made a kernel-like variant 18-20% slower (measured), and removing the load makes
 //!    this path 9-12% faster than [`Compressor`](crate::Compressor)'s on captured pages.
-//!    For the same reason the 8 bytes at the end of a match, where the scan resumes, are
-//!    shifted together from words already loaded (the match's last compared word and the
-//!    one after it) instead of being loaded after the match length is known: 3-4% fewer
-//!    ticks on python pages (SPEC.md section 5).
 //! 2. **No table clear per page.** Positions carry a 4-bit generation (1..=15) in their top
 //!    bits, so an entry written by an earlier call is recognised and treated as empty; the
 //!    position table is cleared once every 15 pages. The stored words are never cleared:
@@ -103,16 +99,12 @@ impl PageCompressor {
         let mut ip = 4;
         'literal: loop {
             ip += 1 + ((ip - ii) >> 5);
-            if ip >= IP_END {
-                break;
-            }
-            // The 8 bytes at ip. After a match they come from bytes already loaded rather
-            // than from a load at the match's end, which would lengthen the chain that
-            // limits this loop (see the module documentation).
-            // SAFETY: ip + 8 < IP_END + 8 <= PAGE_SIZE == src.len().
-            let mut word = unsafe { le64(src, ip) };
             loop {
-                debug_assert!(ip < IP_END);
+                if ip >= IP_END {
+                    break 'literal;
+                }
+                // SAFETY: ip + 8 < IP_END + 8 <= PAGE_SIZE == src.len().
+                let word = unsafe { le64(src, ip) };
                 let h = hash_bits(word as u32, TABLE_BITS);
                 let candidate_word = self.words[h];
                 let entry = self.positions[h];
@@ -136,55 +128,33 @@ impl PageCompressor {
                     unsafe { out.literals_wide(src, ii, t)? };
                 }
 
-                // The match length and the 8 bytes after the match.
-                let (m_len, next_word) = if diff != 0 {
+                let m_len = if diff != 0 {
                     // 4..=7 bytes, known from the stored word alone.
-                    let m_len = (diff.trailing_zeros() / 8) as usize;
-                    // SAFETY: ip + 16 < IP_END + 16 <= src.len().
-                    let after = unsafe { le64(src, ip + 8) };
-                    (m_len, bytes_from(word, after, m_len))
+                    (diff.trailing_zeros() / 8) as usize
                 } else {
                     let mut m_len = 8;
                     loop {
                         // SAFETY: ip + m_len < IP_END + 8 (the first round has m_len == 8
                         // and ip < IP_END; later rounds run only while ip + m_len <
                         // IP_END), so both 8-byte reads end before IP_END + 16 <=
-                        // src.len(); m_pos < ip. The third read is clamped into the page.
-                        let (here, v, after) = unsafe {
-                            let here = le64(src, ip + m_len);
-                            let after = le64(src, (ip + m_len + 8).min(PAGE_SIZE - 8));
-                            (here, here ^ le64(src, m_pos + m_len), after)
-                        };
+                        // src.len(); m_pos < ip.
+                        let v = unsafe { le64(src, ip + m_len) ^ le64(src, m_pos + m_len) };
                         if v != 0 {
-                            // When the read after was clamped (ip + m_len + 16 >
-                            // PAGE_SIZE), the match ends past IP_END and the scan stops:
-                            // the word is not used.
-                            let k = (v.trailing_zeros() / 8) as usize;
-                            break (m_len + k, bytes_from(here, after, k));
+                            break m_len + (v.trailing_zeros() / 8) as usize;
                         }
                         m_len += 8;
                         if ip + m_len >= IP_END {
-                            break (m_len, 0);
+                            break m_len;
                         }
                     }
                 };
                 out.match_(m_len, ip - m_pos)?;
                 ip += m_len;
                 ii = ip;
-                if ip >= IP_END {
-                    break 'literal;
-                }
-                word = next_word;
             }
         }
         out.finish(&src[ii..], 0)
     }
-}
-
-/// The 8 bytes starting `k` (0..8) bytes into the 16 bytes `low`, `high` (little-endian).
-#[inline(always)]
-fn bytes_from(low: u64, high: u64, k: usize) -> u64 {
-    ((u128::from(high) << 64 | u128::from(low)) >> (8 * k)) as u64
 }
 
 #[cfg(test)]
@@ -253,17 +223,6 @@ mod tests {
                     "{i} {budget}"
                 );
             }
-        }
-    }
-
-    #[test]
-    fn bytes_from_takes_8_bytes_at_each_offset() {
-        let bytes: [u8; 16] = core::array::from_fn(|i| i as u8 + 1);
-        let low = u64::from_le_bytes(bytes[..8].try_into().unwrap());
-        let high = u64::from_le_bytes(bytes[8..].try_into().unwrap());
-        for k in 0..8 {
-            let expected = u64::from_le_bytes(bytes[k..k + 8].try_into().unwrap());
-            assert_eq!(bytes_from(low, high, k), expected, "offset {k}");
         }
     }
 
