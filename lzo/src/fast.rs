@@ -9,11 +9,14 @@
 //! reference decoder, which finishes the stream with every access checked and reports
 //! errors. So the result (bytes written or error) is always the reference decoder's.
 //!
-//! Speed: on real pages the decoder is bound by the chain from one opcode to the next (the
-//! next instruction's address is `ip + 2 + S` for M2, `ip + 3 + S` for M3, where `S` comes
-//! from a load). The loop therefore walks raw pointers, reads M2/M3 operands at fixed
-//! offsets from `ip`, and computes `ip + 2` / `ip + 3` apart from the load (see [`opaque`]),
-//! so that only the load, an `and` and one `add` lie on that chain.
+//! Speed: the loop walks raw pointers, reads M2/M3 operands at fixed offsets from `ip`, and
+//! computes `ip + 2` / `ip + 3` apart from the operand load (see [`opaque`]), so that only
+//! the load, an `and` and one `add` lie between one opcode and the next (the next
+//! instruction's address is `ip + 2 + S` for M2, `ip + 3 + S` for M3, `S` from the load).
+//! That chain was thought to bound the decoder; a later measurement found it does not
+//! (2 more cycles on it cost 1.7% on python pages and nothing on node pages): at about 5.5
+//! core cycles per instruction the time goes on the work of each instruction. SPEC.md
+//! section 5 gives the per-instruction costs and what was tried.
 
 use crate::DecompressError;
 use crate::decompress::{MAX_255_COUNT, Position, decode_from, first_literals, read_header};
@@ -326,7 +329,8 @@ fn fast_loop(src: &[u8], dst: &mut [u8], at: Position) -> Position {
 /// The next instruction's address is `ip + 2 + S` (or `+ 3`) with `S` from a load; LLVM
 /// reassociates that to `(ip + S) + 2`, which puts two additions after the load on the
 /// opcode-to-opcode dependency chain. Computing `ip + 2` behind this barrier leaves one
-/// (about 5% fewer ticks per real page on x86_64). Elsewhere it is the identity.
+/// (about 5% fewer ticks per real page on x86_64 when it was added; within the ±3% noise
+/// of a later measurement). Elsewhere it is the identity.
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 #[inline(always)]
 // The block never dereferences `p`: it only hides its value.
