@@ -331,7 +331,7 @@ fn fast_loop(src: &[u8], dst: &mut [u8], at: Position) -> Position {
 /// The next instruction's address is `ip + 2 + S` (or `+ 3`) with `S` from a load; LLVM
 /// reassociates that to `(ip + S) + 2`, which puts two additions after the load on the
 /// opcode-to-opcode dependency chain. Computing `ip + 2` behind this barrier leaves one
-/// (about 5% fewer ticks per real page on x86_64 when it was added; within the ±3% noise
+/// (about 5% fewer ticks per real page on x86_64 when it was added; within the noise
 /// of a later measurement). Elsewhere it is the identity.
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 #[inline(always)]
