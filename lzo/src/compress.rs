@@ -131,16 +131,16 @@ impl Compressor {
         self.compress_with(src, dst, Format::Rle)
     }
 
-    /// The page-specialised entry point: the input length is a constant 4096, so the single
-    /// chunk's bounds are known at compile time once this is inlined.
+    /// [`compress_rle`](Self::compress_rle) for one page (`LzoRle`): the input length is a
+    /// constant 4096, so the single chunk's bounds are known at compile time once this is
+    /// inlined.
     #[inline]
-    pub(crate) fn compress_page(
+    pub(crate) fn compress_rle_page(
         &mut self,
         page: &[u8; pagecodec::PAGE_SIZE],
         dst: &mut [u8],
-        rle: bool,
     ) -> Result<usize, CompressError> {
-        self.compress_with(page, dst, if rle { Format::Rle } else { Format::Lzo1x })
+        self.compress_with(page, dst, Format::Rle)
     }
 
     #[inline(always)]

@@ -129,7 +129,7 @@ impl PageCodec for LzoRle {
     }
 
     fn compress(&mut self, page: &Page, out: &mut [u8]) -> Result<usize, CompressError> {
-        self.compressor.compress_page(page.as_bytes(), out, true)
+        self.compressor.compress_rle_page(page.as_bytes(), out)
     }
 
     fn decompress(&mut self, input: &[u8], page: &mut Page) -> Result<(), pagecodec::DecompressError> {
