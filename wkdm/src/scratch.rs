@@ -67,11 +67,12 @@ pub(crate) struct Scratch<const W: usize> {
     pub(crate) indices: Padded<u8, W>,
     /// Low 10 bits of PARTIAL words, in page order.
     pub(crate) lows: Padded<u16, W>,
-    /// SIMD compressor: for each word, the dictionary entry it is compared with.
+    /// SIMD compressor: for each non-zero word, the dictionary entry it is compared with
+    /// (stale for zero words).
     #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
     pub(crate) prev: [u32; W],
-    /// SIMD paths: each word's dictionary slot, with [`SLACK`] bytes of slack for
-    /// 8-byte loads.
+    /// SIMD paths: each word's dictionary slot (the compressor leaves zero words' stale),
+    /// with [`SLACK`] bytes of slack for 8-byte loads.
     #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
     pub(crate) slots: Padded<u8, W>,
     /// AVX2 decoder: per word, the dictionary entry it reads and writes (bits 0-4; a dump

@@ -11,7 +11,8 @@ use super::lanes::Lanes;
 
 /// Classifies and packs the words of the 16-word `groups` of the page, continuing from
 /// `counts` (see [`pipeline`]): `s.prev` must hold the output of [`pipeline::recurrence`]
-/// for `page` (`4 * W` bytes, little-endian words).
+/// for `page` (`4 * W` bytes, little-endian words). The items of zero words are stale and
+/// must not affect the result: zero lanes are masked out of every hit, miss and partial.
 ///
 /// # Safety
 ///
