@@ -23,6 +23,8 @@ pub(crate) struct Validated<'a> {
     /// The number of MISS words (unpacked into `Scratch::misses`).
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(crate) misses: usize,
+    /// The number of ZERO words.
+    pub(crate) zeros: usize,
 }
 
 /// Counts the tags of a tags area: (MISS, EXACT + PARTIAL, PARTIAL).
@@ -106,12 +108,18 @@ pub(crate) fn validate<'a, const W: usize>(
     if lows[p..3 * p.div_ceil(3)].iter().any(|&value| value != 0) {
         return Err(DecompressError::corrupt("low-bits padding is not zero"));
     }
-    Ok(Validated { tags, misses: m })
+    Ok(Validated { tags, misses: m, zeros: W - m - h })
 }
 
 /// Expands a validated stream into `page` (`4 * W` bytes), with every dictionary entry
-/// starting at `preload`: the scalar reference, branch-free per word.
-pub(crate) fn expand<const W: usize>(v: Validated<'_>, s: &Scratch<W>, preload: u32, page: &mut [u8]) {
+/// starting at `preload`: the scalar reference, branch-free per word, except that with
+/// `SKIP` zero words are written with a branch and nothing else (see [`decompress`]).
+pub(crate) fn expand<const W: usize, const SKIP: bool>(
+    v: Validated<'_>,
+    s: &Scratch<W>,
+    preload: u32,
+    page: &mut [u8],
+) {
     debug_assert_eq!(page.len(), 4 * W);
     let mask = W - 1;
     // Entries 16-31 absorb the stores of ZERO and EXACT words (see below).
@@ -127,8 +135,13 @@ pub(crate) fn expand<const W: usize>(v: Validated<'_>, s: &Scratch<W>, preload: 
         // Tag k at bits 2k, 2k+1.
         let mut tags = format::sequential_tags(tag_word);
         for dst in out.chunks_exact_mut(4) {
-            let row = &TAG_ROWS[(tags & 3) as usize];
+            let tag = tags & 3;
             tags >>= 2;
+            if SKIP && tag == u32::from(ZERO) {
+                dst.fill(0);
+                continue;
+            }
+            let row = &TAG_ROWS[tag as usize];
             // The counters never pass the validated counts, and a counter equal to W is
             // only read (masked to 0) for a tag that does not use it.
             let index = usize::from(s.indices[hi & mask] & 15);
@@ -251,7 +264,18 @@ pub(crate) fn decompress<const W: usize>(
     preload: u32,
     page: &mut [u8],
 ) -> Result<(), DecompressError> {
-    decompress_with(input, s, page, |v, s, page| expand::<W>(v, s, preload, page))
+    decompress_with(input, s, page, |v, s, page| {
+        // On pages with many zero words the branch past them predicts well (they come in
+        // regular patterns, such as the upper halves of small 64-bit values) and saves the
+        // word's loads and stores; on others it mispredicts more than it saves. Measured
+        // (pagebench, 3000 pages each, median ticks): python pages 6110-6214 -> 4316-4446,
+        // node pages unchanged; skipping on every page made node pages 6% slower.
+        if 4 * v.zeros > W {
+            expand::<W, true>(v, s, preload, page)
+        } else {
+            expand::<W, false>(v, s, preload, page)
+        }
+    })
 }
 
 #[cfg(test)]

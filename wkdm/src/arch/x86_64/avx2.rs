@@ -208,7 +208,7 @@ impl Expand for Avx2 {
     /// 8 words per step: each word's initial entry comes from two registers (`vpermd` by
     /// slot), and its tainted bits from it.
     #[inline(always)]
-    unsafe fn fix_up<const W: usize>(
+    unsafe fn fix_up<const W: usize, const SKIP: bool>(
         s: &Scratch<W>,
         initial: &[u32; 16],
         range: Range<usize>,
@@ -253,6 +253,14 @@ impl Expand for Avx2 {
                 let take =
                     _mm256_or_si256(_mm256_andnot_si256(low_mask, upper), _mm256_and_si256(low_mask, lower));
                 let w = _mm256_or_si256(low, _mm256_and_si256(d, take));
+                // Stage 2 skipped the zero words (tag bits 5-6 of the route clear): their
+                // `wide` items are stale.
+                let w = if SKIP {
+                    let tag = _mm256_and_si256(routes, _mm256_set1_epi32(0x60));
+                    _mm256_andnot_si256(_mm256_cmpeq_epi32(tag, _mm256_setzero_si256()), w)
+                } else {
+                    w
+                };
                 _mm256_storeu_si256(page.as_mut_ptr().add(4 * i).cast(), w);
             }
         }
