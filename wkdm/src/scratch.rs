@@ -79,10 +79,6 @@ pub(crate) struct Scratch<const W: usize> {
     /// entry for zero words) and its tag (bits 5-6).
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(crate) word_routes: [u8; W],
-    /// AVX2 decoder: per word, its value decoded against an unknown chunk-initial
-    /// dictionary, with taint bits above bit 31 (see `arch::expand`).
-    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-    pub(crate) wide: [u64; W],
     /// SIMD decoders: the slot of each missed word, with slack for 8-byte loads.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(crate) miss_slots: Padded<u8, W>,
@@ -99,7 +95,6 @@ impl<const W: usize> Scratch<W> {
             prev: [0; W],
             slots: Padded::new(0),
             word_routes: [0; W],
-            wide: [0; W],
             miss_slots: Padded::new(0),
         }
     }

@@ -1,21 +1,19 @@
-//! The SIMD decoder, written over [`Expand`]: three stages after validation.
+//! The SIMD decoder, written over [`Expand`]: two stages after validation.
 //!
 //! 1. [`expand_streams`] (vector): expands the misses and low bits into their words of the
 //!    page (0 elsewhere) and writes one *route* byte per word: the dictionary slot it reads
 //!    and writes (the hit's index, the miss's hashed slot, or the dump entry 16 for a zero
 //!    word) in bits 0-4 and its tag in bits 5-6.
-//! 2. [`run_chains`] (scalar): the dictionary recurrence
-//!    `d = dict[slot]; w = (d & keep) | value; dict[slot] = w` is one long store-to-load
-//!    chain. It is split into [`CHUNKS`] runs of words whose chains are interleaved, each
-//!    starting from an *unknown* dictionary whose entries are 0 with both taint bits set: a
-//!    word inherits the taint of the bits it takes from the dictionary (a PARTIAL word keeps
-//!    only the upper taint, a MISS none). On pages where more than a third of the words
-//!    are zero it branches past them instead (see [`decode`]).
-//! 3. [`Expand::fix_up`]: every word's tainted bits come from its chunk's true initial
-//!    dictionary, which is the previous chunk's final dictionary fixed up the same way
-//!    (chunk 0: the preload).
-
-use core::ops::Range;
+//! 2. [`run_chain`] (scalar): the dictionary recurrence `d = dict[slot]; w = (d & keep) |
+//!    value; dict[slot] = w` over the words in order, each word's `value` read from and its
+//!    result written back to the page. On pages where more than a sixth of the words are
+//!    zero it branches past them (see [`decode`]).
+//!
+//! The recurrence is one store-to-load chain only between words of the same slot. An
+//! earlier version split the page into 8 interleaved chains, each from an unknown
+//! dictionary with taint bits, and fixed the tainted words up in a third, vector stage; with
+//! zero words skipped, the single chain is faster on python pages and as fast on node
+//! pages (SPEC.md section 4).
 
 use crate::decompress::{DUMP_ENTRY, Validated};
 use crate::format::{self, LOW_MASK};
@@ -23,14 +21,8 @@ use crate::scratch::Scratch;
 
 use super::lanes::Lanes;
 
-/// Independent dictionary chains the decoder's second stage runs interleaved.
-const CHUNKS: usize = 8;
-/// Taint bit of a decoded word: its upper 22 bits come from the chunk's initial dictionary.
-const TAINT_UPPER: u64 = 1 << 32;
-/// Taint bit of a decoded word: its low 10 bits come from the chunk's initial dictionary.
-const TAINT_LOWER: u64 = 1 << 33;
 /// Per tag (ZERO, PARTIAL, MISS, EXACT): the bits of the dictionary entry a word keeps.
-const KEEP: [u64; 4] = [0, !(LOW_MASK as u64) & !TAINT_LOWER, 0, u64::MAX];
+const KEEP: [u32; 4] = [0, !LOW_MASK, 0, u32::MAX];
 
 /// What the SIMD decoder ([`super::expand`]) needs beyond [`Lanes`].
 ///
@@ -77,22 +69,6 @@ pub(crate) trait Expand: Lanes {
     /// The 2-bit cell `k < LANES` of `x` moved to bits `8k + 5`, `8k + 6` (beside a slot
     /// in a route byte).
     unsafe fn tags_to_bytes(x: u32) -> u64;
-
-    /// Stage 3 of the decoder for the words `range` of one chunk (a multiple of 8 of
-    /// them): each chained word of `s.wide`, its tainted bits taken from `initial` (the
-    /// chunk's true initial dictionary, see [`resolve_word`]), into `page`; with `SKIP`
-    /// (stage 2 skipped the zero words, whose `wide` items are stale) 0 for zero words.
-    ///
-    /// # Safety
-    ///
-    /// `range.end <= W`, and `s.wide` and `s.word_routes` hold the decoder's stages 1 and 2
-    /// for `page` (`4 * W` bytes).
-    unsafe fn fix_up<const W: usize, const SKIP: bool>(
-        s: &Scratch<W>,
-        initial: &[u32; 16],
-        range: Range<usize>,
-        page: &mut [u8],
-    );
 }
 
 /// Decodes a validated stream into `page`.
@@ -110,52 +86,16 @@ pub(crate) unsafe fn decode<V: Expand, const W: usize>(
 ) {
     // SAFETY: the caller's contract, passed on.
     unsafe { expand_streams::<V, W>(v, s, page) };
-    // Skipping zero words in stage 2 pays only where they are many (as in the scalar
-    // decoder): with more than a third of the words zero, python pages 3224-3250 -> 2990-3016
-    // ticks, node pages unchanged; on every page, node pages were 2-4% slower.
-    // SAFETY: the caller's contract, passed on; stage 1 just ran.
-    unsafe {
-        if 3 * v.zeros > W {
-            chain_and_fix_up::<V, W, true>(s, preload, page);
-        } else {
-            chain_and_fix_up::<V, W, false>(s, preload, page);
-        }
+    // Branching past zero words pays only where there are enough of them (as in the scalar
+    // decoder). Pagebench medians, 3000 pages each, skipping above 1/3, 1/4, 1/6, 1/10 of
+    // the words or always: python 2756-2808 ticks for all, node 3328-3380, 3328-3354,
+    // 3302-3328, 3328-3354 and 3406-3432 (in sweeps 3406-3432, 3406-3432, 3380-3406,
+    // 3432-3458, 3536-3562).
+    if 6 * v.zeros > W {
+        run_chain::<W, true>(s, preload, page);
+    } else {
+        run_chain::<W, false>(s, preload, page);
     }
-}
-
-/// Stages 2 and 3. With `SKIP`, stage 2 branches past zero words (their `wide` items stay
-/// stale) and stage 3 zeroes them; without, zero words run through the chain like the
-/// others (through the dump entry, as 0).
-///
-/// # Safety
-///
-/// As for [`decode`], after stage 1.
-#[inline(always)]
-unsafe fn chain_and_fix_up<V: Expand, const W: usize, const SKIP: bool>(
-    s: &mut Scratch<W>,
-    preload: u32,
-    page: &mut [u8],
-) {
-    // 32 entries: slot 16 is the dump entry; `& 31` keeps every index in bounds.
-    let mut dicts = [[TAINT_UPPER | TAINT_LOWER; 32]; CHUNKS];
-    run_chains::<W, SKIP>(s, page, &mut dicts);
-    let mut initial = [preload; 16];
-    let per_chunk = W / CHUNKS;
-    for (c, dict) in dicts.iter().enumerate() {
-        // SAFETY: the caller guarantees the instruction set; `s.wide` and the routes were
-        // just written by the two stages above.
-        unsafe { V::fix_up::<W, SKIP>(s, &initial, c * per_chunk..(c + 1) * per_chunk, page) };
-        initial = core::array::from_fn(|slot| resolve_word(dict[slot], initial[slot]));
-    }
-}
-
-/// The true value of a chained word (or final dictionary entry) `e` whose chunk began with
-/// `initial` in its slot: its tainted bits come from `initial`.
-#[inline(always)]
-fn resolve_word(e: u64, initial: u32) -> u32 {
-    let upper = 0u32.wrapping_sub((e >> 32) as u32 & 1) & !LOW_MASK;
-    let lower = 0u32.wrapping_sub((e >> 33) as u32 & 1) & LOW_MASK;
-    e as u32 | (initial & (upper | lower))
 }
 
 /// Stage 1, `LANES` words per step (see the module documentation).
@@ -208,36 +148,24 @@ unsafe fn expand_streams<V: Expand, const W: usize>(v: Validated<'_>, s: &mut Sc
 }
 
 /// Stage 2 (see the module documentation): `page` holds each MISS word, the low bits of
-/// each PARTIAL word and 0 elsewhere; `s.word_routes` each word's route; `dicts` the
-/// unknown dictionaries. Leaves each word's chained value in `s.wide` and each chunk's
-/// final dictionary in `dicts`.
+/// each PARTIAL word and 0 elsewhere, and `s.word_routes` each word's route; every word's
+/// value replaces them, from a dictionary starting at `preload`. With `SKIP` zero words are
+/// branched past (their 0 is already in the page); without, they run through the dump
+/// entry like the others.
 #[inline(always)]
-fn run_chains<const W: usize, const SKIP: bool>(
-    s: &mut Scratch<W>,
-    page: &[u8],
-    dicts: &mut [[u64; 32]; CHUNKS],
-) {
-    assert!(page.len() == 4 * W && W % (8 * CHUNKS) == 0);
-    let q = W / CHUNKS;
-    let routes = s.word_routes.as_ptr();
-    let values = page.as_ptr();
-    let wide = s.wide.as_mut_ptr();
-    for j in 0..q {
-        for (c, dict) in dicts.iter_mut().enumerate() {
-            let i = c * q + j;
-            // SAFETY: i < CHUNKS * q = W: item i of the W-item arrays and word i of the page
-            // (4 * W bytes); `& 31` and `& 3` keep the table indices in bounds.
-            unsafe {
-                let route = usize::from(*routes.add(i));
-                if SKIP && route >> 5 == 0 {
-                    continue;
-                }
-                let slot = route & 31;
-                let value = u64::from(u32::from_le(values.add(4 * i).cast::<u32>().read_unaligned()));
-                let w = (*dict.get_unchecked(slot) & *KEEP.get_unchecked(route >> 5 & 3)) | value;
-                *dict.get_unchecked_mut(slot) = w;
-                *wide.add(i) = w;
-            }
+fn run_chain<const W: usize, const SKIP: bool>(s: &Scratch<W>, preload: u32, page: &mut [u8]) {
+    assert!(page.len() == 4 * W);
+    // 32 entries: slot 16 is the dump entry; `& 31` keeps every index in bounds.
+    let mut dict = [preload; 32];
+    for (word, &route) in page.chunks_exact_mut(4).zip(&s.word_routes) {
+        let tag = usize::from(route >> 5);
+        if SKIP && tag == 0 {
+            continue;
         }
+        let slot = usize::from(route & 31);
+        let value = format::le32(word);
+        let w = (dict[slot] & KEEP[tag & 3]) | value;
+        dict[slot] = w;
+        word.copy_from_slice(&w.to_le_bytes());
     }
 }

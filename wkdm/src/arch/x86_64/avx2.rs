@@ -204,67 +204,6 @@ impl Expand for Avx2 {
         // SAFETY: as above.
         unsafe { _pdep_u64(u64::from(x), 0x6060_6060_6060_6060) }
     }
-
-    /// 8 words per step: each word's initial entry comes from two registers (`vpermd` by
-    /// slot), and its tainted bits from it.
-    #[inline(always)]
-    unsafe fn fix_up<const W: usize, const SKIP: bool>(
-        s: &Scratch<W>,
-        initial: &[u32; 16],
-        range: Range<usize>,
-        page: &mut [u8],
-    ) {
-        assert!(page.len() == 4 * W && range.end <= W && range.len() % 8 == 0);
-        // SAFETY: the caller guarantees AVX2; 8-word loads from
-        // the 16-word `initial`; i + 8 <= range.end <= W: 8 items of `wide` (u64),
-        // `word_routes` (u8) and words of the page (4 * W bytes).
-        unsafe {
-            let (first, second) = (
-                _mm256_loadu_si256(initial.as_ptr().cast()),
-                _mm256_loadu_si256(initial.as_ptr().add(8).cast()),
-            );
-            let low_mask = _mm256_set1_epi32(LOW_MASK as i32);
-            for i in range.step_by(8) {
-                let a = _mm256_castsi256_ps(_mm256_loadu_si256(s.wide.as_ptr().add(i).cast()));
-                let b = _mm256_castsi256_ps(_mm256_loadu_si256(s.wide.as_ptr().add(i + 4).cast()));
-                // Low and high halves of the 8 u64 lanes, in word order.
-                let low =
-                    _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_castps_si256(_mm256_shuffle_ps::<
-                        0b10_00_10_00,
-                    >(
-                        a, b
-                    )));
-                let high =
-                    _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_castps_si256(_mm256_shuffle_ps::<
-                        0b11_01_11_01,
-                    >(
-                        a, b
-                    )));
-                let routes = _mm256_cvtepu8_epi32(_mm_loadl_epi64(s.word_routes.as_ptr().add(i).cast()));
-                let slots = _mm256_and_si256(routes, _mm256_set1_epi32(31));
-                let d = _mm256_blendv_epi8(
-                    _mm256_permutevar8x32_epi32(first, slots),
-                    _mm256_permutevar8x32_epi32(second, slots),
-                    _mm256_cmpgt_epi32(slots, _mm256_set1_epi32(7)),
-                );
-                // Bits 32 and 33 of the entry (taints) as all-ones lanes.
-                let upper = _mm256_srai_epi32::<31>(_mm256_slli_epi32::<31>(high));
-                let lower = _mm256_srai_epi32::<31>(_mm256_slli_epi32::<30>(high));
-                let take =
-                    _mm256_or_si256(_mm256_andnot_si256(low_mask, upper), _mm256_and_si256(low_mask, lower));
-                let w = _mm256_or_si256(low, _mm256_and_si256(d, take));
-                // Stage 2 skipped the zero words (tag bits 5-6 of the route clear): their
-                // `wide` items are stale.
-                let w = if SKIP {
-                    let tag = _mm256_and_si256(routes, _mm256_set1_epi32(0x60));
-                    _mm256_andnot_si256(_mm256_cmpeq_epi32(tag, _mm256_setzero_si256()), w)
-                } else {
-                    w
-                };
-                _mm256_storeu_si256(page.as_mut_ptr().add(4 * i).cast(), w);
-            }
-        }
-    }
 }
 
 /// The AVX2 + BMI2 instance of [`classify::classify`], 8 lanes at a time.
