@@ -30,23 +30,15 @@ const KEEP: [u32; 4] = [0, !LOW_MASK, 0, u32::MAX];
 /// measured slower than the scalar decoder here (pagebench, 3000 pages, median ticks:
 /// 6370-6604 against 5850-6110), so SSE4.1 and NEON decode with the scalar path.
 pub(crate) trait Expand: Lanes {
-    /// The words at `src` moved to the lanes selected by `mask`, in order (the `j`-th
-    /// selected lane gets `src[j]`); 0 in the other lanes.
+    /// The values of `LANES` words: the words at `misses` moved to the lanes selected by
+    /// `miss`, in order (the `j`-th selected lane gets `misses[j]`), the `u16` items at
+    /// `lows` widened and moved the same way to the lanes selected by `partial` (disjoint
+    /// from `miss`), 0 in the other lanes.
     ///
     /// # Safety
     ///
-    /// `src` is valid for reads of `LANES` words.
-    unsafe fn expand_words(src: *const u32, mask: u32) -> Self;
-
-    /// The same for `u16` values, widened to words.
-    ///
-    /// # Safety
-    ///
-    /// `src` is valid for reads of 8 items.
-    unsafe fn expand_lows(src: *const u16, mask: u32) -> Self;
-
-    /// Lane-wise or.
-    unsafe fn or(self, other: Self) -> Self;
+    /// `misses` is valid for reads of `LANES` words and `lows` of 8 items.
+    unsafe fn expand_values(misses: *const u32, miss: u32, lows: *const u16, partial: u32) -> Self;
 
     /// Stores the `LANES` words (little-endian).
     ///
@@ -84,27 +76,35 @@ pub(crate) unsafe fn decode<V: Expand, const W: usize>(
     preload: u32,
     page: &mut [u8],
 ) {
-    // SAFETY: the caller's contract, passed on.
-    unsafe { expand_streams::<V, W>(v, s, page) };
     // Branching past zero words pays only where there are enough of them (as in the scalar
     // decoder). Pagebench medians, 3000 pages each, skipping above 1/3, 1/4, 1/6, 1/10 of
     // the words or always: python 2756-2808 ticks for all, node 3328-3380, 3328-3354,
     // 3302-3328, 3328-3354 and 3406-3432 (in sweeps 3406-3432, 3406-3432, 3380-3406,
     // 3432-3458, 3536-3562).
-    if 6 * v.zeros > W {
-        run_chain::<W, true>(s, preload, page);
-    } else {
-        run_chain::<W, false>(s, preload, page);
+    // SAFETY: the caller's contract, passed on.
+    unsafe {
+        if 6 * v.zeros > W {
+            expand_streams::<V, W, true>(v, s, page);
+            run_chain::<W, true>(s, preload, page);
+        } else {
+            expand_streams::<V, W, false>(v, s, page);
+            run_chain::<W, false>(s, preload, page);
+        }
     }
 }
 
-/// Stage 1, `LANES` words per step (see the module documentation).
+/// Stage 1, `LANES` words per step (see the module documentation). With `SKIP` (stage 2
+/// branches past zero words) zero words get no dump entry: their route is 0.
 ///
 /// # Safety
 ///
 /// As for [`decode`].
 #[inline(always)]
-unsafe fn expand_streams<V: Expand, const W: usize>(v: Validated<'_>, s: &mut Scratch<W>, page: &mut [u8]) {
+unsafe fn expand_streams<V: Expand, const W: usize, const SKIP: bool>(
+    v: Validated<'_>,
+    s: &mut Scratch<W>,
+    page: &mut [u8],
+) {
     assert!(page.len() == 4 * W && W % 16 == 0 && v.tags.len() == W / 4 && v.misses <= W);
     for (slot, &w) in s.miss_slots.iter_mut().zip(&s.misses[..v.misses]) {
         *slot = format::SLOT[((w >> 10) & 0xFF) as usize];
@@ -130,13 +130,14 @@ unsafe fn expand_streams<V: Expand, const W: usize>(v: Validated<'_>, s: &mut Sc
             let (miss, partial, hit, slots) = unsafe {
                 let (miss, partial, hit) =
                     (V::even_bits(high & !low), V::even_bits(low & !high), V::even_bits(low));
-                let values = V::expand_words(misses.add(mi), miss).or(V::expand_lows(lows.add(pi), partial));
+                let values = V::expand_values(misses.add(mi), miss, lows.add(pi), partial);
                 values.store(page.as_mut_ptr().add(4 * i));
                 let slots = V::expand_bytes(indices.add(hi), hit) | V::expand_bytes(miss_slots.add(mi), miss);
                 (miss, partial, hit, slots)
             };
-            // Zero words read and write the dump entry (their value and keep mask are 0).
-            let word_slots = slots | (dump_entry & !super::byte_mask(hit | miss));
+            // Zero words read and write the dump entry (their value and keep mask are 0),
+            // unless stage 2 skips them.
+            let word_slots = if SKIP { slots } else { slots | (dump_entry & !super::byte_mask(hit | miss)) };
             // SAFETY: the caller guarantees the instruction set.
             let routes = word_slots | unsafe { V::tags_to_bytes(lane_tags) };
             s.word_routes[i..i + V::LANES].copy_from_slice(&routes.to_le_bytes()[..V::LANES]);

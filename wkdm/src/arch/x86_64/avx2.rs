@@ -17,7 +17,7 @@ use crate::scratch::Scratch;
 
 use super::super::expand::Expand;
 use super::super::lanes::Lanes;
-use super::super::{byte_mask, classify, expand};
+use super::super::{classify, expand};
 
 /// Per 8-bit mask: the selected lane numbers, in order, one per byte (left-pack order).
 static PACK_ORDER: [u64; 256] = {
@@ -158,27 +158,22 @@ impl Lanes for Avx2 {
 
 impl Expand for Avx2 {
     #[inline(always)]
-    unsafe fn expand_words(src: *const u32, mask: u32) -> Self {
-        // SAFETY: the caller guarantees 8 readable words and AVX2.
+    unsafe fn expand_values(misses: *const u32, miss: u32, lows: *const u16, partial: u32) -> Self {
+        // SAFETY: the caller guarantees 8 readable words at `misses`, 8 readable items at
+        // `lows`, and AVX2.
         unsafe {
-            let packed = _mm256_loadu_si256(src.cast());
-            Avx2(_mm256_and_si256(_mm256_permutevar8x32_epi32(packed, expand(mask)), lanes(mask)))
+            // Sign-extended `vpermd` indices: an unselected lane's index is 0x80, negative,
+            // so its sign bit drives the blends (`vpermd` itself reads only the low 3 bits).
+            let (miss_order, partial_order) = (signed_expand(miss), signed_expand(partial));
+            let missed = _mm256_permutevar8x32_epi32(_mm256_loadu_si256(misses.cast()), miss_order);
+            let lows = _mm256_permutevar8x32_epi32(
+                _mm256_cvtepu16_epi32(_mm_loadu_si128(lows.cast())),
+                partial_order,
+            );
+            // Lanes that are no MISS take the low bits; lanes that are neither get 0.
+            let values = blend_on_sign(missed, lows, miss_order);
+            Avx2(blend_on_sign(values, _mm256_setzero_si256(), _mm256_and_si256(miss_order, partial_order)))
         }
-    }
-
-    #[inline(always)]
-    unsafe fn expand_lows(src: *const u16, mask: u32) -> Self {
-        // SAFETY: the caller guarantees 8 readable items and AVX2.
-        unsafe {
-            let packed = _mm256_cvtepu16_epi32(_mm_loadu_si128(src.cast()));
-            Avx2(_mm256_and_si256(_mm256_permutevar8x32_epi32(packed, expand(mask)), lanes(mask)))
-        }
-    }
-
-    #[inline(always)]
-    unsafe fn or(self, other: Self) -> Self {
-        // SAFETY: the caller guarantees AVX2.
-        Avx2(unsafe { _mm256_or_si256(self.0, other.0) })
     }
 
     #[inline(always)]
@@ -224,18 +219,24 @@ pub(crate) unsafe fn classify<const W: usize>(
 }
 
 /// The `vpermd` indices that move lane `j` of a packed vector to the `j`-th lane selected
-/// by `mask` (the inverse of [`left_pack`]); unselected lanes get lane 0.
+/// by `mask` (the inverse of [`left_pack`]), sign-extended: unselected lanes get a negative
+/// index (0x80 sign-extended), of which `vpermd` reads lane 0.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn expand(mask: u32) -> __m256i {
-    lane_indices(&EXPAND_ORDER[(mask & 0xFF) as usize])
+fn signed_expand(mask: u32) -> __m256i {
+    // SAFETY: an 8-byte load from a valid `u64`.
+    _mm256_cvtepi8_epi32(unsafe { _mm_loadl_epi64((&raw const EXPAND_ORDER[(mask & 0xFF) as usize]).cast()) })
 }
 
-/// All ones in the lanes selected by `mask`, 0 in the others.
+/// `b` in the lanes whose `selector` has its sign bit set, `a` in the others.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn lanes(mask: u32) -> __m256i {
-    _mm256_cvtepi8_epi32(_mm_cvtsi64_si128(byte_mask(mask) as i64))
+fn blend_on_sign(a: __m256i, b: __m256i, selector: __m256i) -> __m256i {
+    _mm256_castps_si256(_mm256_blendv_ps(
+        _mm256_castsi256_ps(a),
+        _mm256_castsi256_ps(b),
+        _mm256_castsi256_ps(selector),
+    ))
 }
 
 /// The AVX2 + BMI2 instance of the decoder ([`expand::decode`]).
