@@ -26,9 +26,9 @@ const KEEP: [u32; 4] = [0, !LOW_MASK, 0, u32::MAX];
 
 /// What the SIMD decoder ([`super::expand`]) needs beyond [`Lanes`].
 ///
-/// Only AVX2 implements it. A 4-lane version (SSE4.1, with a scalar `fix_up`) was
-/// measured slower than the scalar decoder here (pagebench, 3000 pages, median ticks:
-/// 6370-6604 against 5850-6110), so SSE4.1 and NEON decode with the scalar path.
+/// AVX2 and SSE4.1 implement it. NEON decodes with the scalar path: its speed cannot be
+/// measured on the machines this crate is benchmarked on (aarch64 runs under emulation
+/// there), and a SIMD decoder has to be measured faster to be kept.
 pub(crate) trait Expand: Lanes {
     /// The values of `LANES` words: the words at `misses` moved to the lanes selected by
     /// `miss`, in order (the `j`-th selected lane gets `misses[j]`), the `u16` items at
