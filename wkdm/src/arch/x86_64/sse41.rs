@@ -12,7 +12,7 @@ use crate::scratch::Scratch;
 
 use super::super::expand::{self, Expand};
 use super::super::lanes::Lanes;
-use super::super::{LEFT_PACK_4, LEFT_PACK_BYTES, classify};
+use super::super::{EXPAND_BYTES_4, EXPAND_LOWS_4, EXPAND_WORDS_4, LEFT_PACK_4, LEFT_PACK_BYTES, classify};
 
 /// Moves the 32-bit lanes of `v` selected by `mask` (4 bits) to the front.
 #[inline]
@@ -136,39 +136,6 @@ impl Expand for Sse41 {
         let x = (x | (x << 6)) & 0x0303_0303;
         u64::from(x << 5)
     }
-}
-
-/// For each 4-bit mask, the `pshufb` control that moves 32-bit lane `j` to the `j`-th lane
-/// the mask selects; unselected lanes get 0x80 bytes (zeros).
-static EXPAND_WORDS_4: [[u8; 16]; 16] = expand_table(4, 4);
-
-/// The same for `u16` items widened to 32-bit lanes (upper bytes zero).
-static EXPAND_LOWS_4: [[u8; 16]; 16] = expand_table(2, 4);
-
-/// The same for bytes into bytes.
-static EXPAND_BYTES_4: [[u8; 16]; 16] = expand_table(1, 1);
-
-/// For each 4-bit mask, the control that moves item `j` (`item_bytes` wide) to the `j`-th
-/// selected lane (`lane_bytes` wide, the item in its low bytes); every other byte 0x80.
-const fn expand_table(item_bytes: usize, lane_bytes: usize) -> [[u8; 16]; 16] {
-    let mut table = [[0x80u8; 16]; 16];
-    let mut mask = 0;
-    while mask < 16 {
-        let (mut lane, mut rank) = (0, 0);
-        while lane < 4 {
-            if mask & (1 << lane) != 0 {
-                let mut b = 0;
-                while b < item_bytes {
-                    table[mask][lane_bytes * lane + b] = (item_bytes * rank + b) as u8;
-                    b += 1;
-                }
-                rank += 1;
-            }
-            lane += 1;
-        }
-        mask += 1;
-    }
-    table
 }
 
 /// `pshufb` of `v` with the control `table[mask]` (4-bit mask).
