@@ -337,15 +337,6 @@ impl<const WORDS: usize> WkdmCodec<WORDS> {
                     unsafe { arch::x86_64::avx2::decode::<WORDS>(v, s, preload, page) }
                 })
             }
-            #[cfg(target_arch = "x86_64")]
-            Path::Sse41 => {
-                decompress::decompress_with::<WORDS>(input, &mut self.scratch, page, |v, s, page| {
-                    // SAFETY: `self.path` is only ever set to an available path, so SSE4.1,
-                    // SSSE3 and POPCNT are present; `v` and `s` come from `validate` on this
-                    // stream.
-                    unsafe { arch::x86_64::sse41::decode::<WORDS>(v, s, preload, page) }
-                })
-            }
             _ => decompress::decompress::<WORDS>(input, &mut self.scratch, preload, page),
         }
     }

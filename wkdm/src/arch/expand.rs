@@ -26,9 +26,9 @@ const KEEP: [u32; 4] = [0, !LOW_MASK, 0, u32::MAX];
 
 /// What the SIMD decoder ([`super::expand`]) needs beyond [`Lanes`].
 ///
-/// AVX2 and SSE4.1 implement it. NEON decodes with the scalar path: its speed cannot be
-/// measured on the machines this crate is benchmarked on (aarch64 runs under emulation
-/// there), and a SIMD decoder has to be measured faster to be kept.
+/// Only AVX2 implements it. A 4-lane SSE4.1 version decoded no faster than the scalar
+/// decoder (python pages 5% faster, node pages 2% slower; SPEC.md section 4), so SSE4.1 and
+/// NEON decode with the scalar path.
 pub(crate) trait Expand: Lanes {
     /// The values of `LANES` words: the words at `misses` moved to the lanes selected by
     /// `miss`, in order (the `j`-th selected lane gets `misses[j]`), the `u16` items at

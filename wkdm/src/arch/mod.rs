@@ -41,56 +41,28 @@ pub(crate) fn byte_mask(mask: u32) -> u64 {
 /// Byte-shuffle controls (`pshufb`, `tbl`) that move the 32-bit lanes selected by a 4-bit mask to the front
 /// (unused bytes zeroed).
 #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
-pub(crate) static LEFT_PACK_4: [[u8; 16]; 16] = shuffle_table(Direction::Pack, 4, 4);
+pub(crate) static LEFT_PACK_4: [[u8; 16]; 16] = left_pack_table(4);
 
 /// Byte-shuffle controls that move the bytes selected by a 4-bit mask to the front.
 #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
-pub(crate) static LEFT_PACK_BYTES: [[u8; 16]; 16] = shuffle_table(Direction::Pack, 1, 1);
+pub(crate) static LEFT_PACK_BYTES: [[u8; 16]; 16] = left_pack_table(1);
 
-/// Byte-shuffle controls that move 32-bit lane `j` to the `j`-th lane a 4-bit mask selects
-/// (the inverse of [`LEFT_PACK_4`]); unselected lanes are zeroed.
-#[cfg(target_arch = "x86_64")]
-pub(crate) static EXPAND_WORDS_4: [[u8; 16]; 16] = shuffle_table(Direction::Expand, 4, 4);
-
-/// The same for `u16` items, widened to 32-bit lanes (upper bytes zeroed).
-#[cfg(target_arch = "x86_64")]
-pub(crate) static EXPAND_LOWS_4: [[u8; 16]; 16] = shuffle_table(Direction::Expand, 2, 4);
-
-/// The same for bytes into bytes.
-#[cfg(target_arch = "x86_64")]
-pub(crate) static EXPAND_BYTES_4: [[u8; 16]; 16] = shuffle_table(Direction::Expand, 1, 1);
-
-/// Which way a [`shuffle_table`] moves the selected lanes.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Direction {
-    /// Selected lanes to the front, in order (left-pack).
-    Pack,
-    /// The front items to the selected lanes, in order (the inverse).
-    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-    Expand,
-}
-
-/// For each 4-bit mask, the shuffle control that moves the items (`item_bytes` wide) of the
-/// lanes (`lane_bytes` wide; an item sits in its lane's low bytes) selected by the mask to
-/// the front (`Pack`), or the front items to the selected lanes (`Expand`), in order.
-/// Every other control byte is 0x80, which `pshufb` and `tbl` turn into zeros.
-const fn shuffle_table(direction: Direction, item_bytes: usize, lane_bytes: usize) -> [[u8; 16]; 16] {
+/// For each 4-bit mask, the shuffle control that packs the selected `lane_bytes`-wide lanes
+/// (of lanes 0..4) to the front, in order; unused control bytes are 0x80 (zero the output).
+const fn left_pack_table(lane_bytes: usize) -> [[u8; 16]; 16] {
     let mut table = [[0x80u8; 16]; 16];
     let mut mask = 0;
     while mask < 16 {
-        let (mut lane, mut rank) = (0, 0);
+        let mut out = 0;
+        let mut lane = 0;
         while lane < 4 {
             if mask & (1 << lane) != 0 {
                 let mut b = 0;
-                while b < item_bytes {
-                    let (packed, spread) = (item_bytes * rank + b, lane_bytes * lane + b);
-                    match direction {
-                        Direction::Pack => table[mask][packed] = spread as u8,
-                        Direction::Expand => table[mask][spread] = packed as u8,
-                    }
+                while b < lane_bytes {
+                    table[mask][lane_bytes * out + b] = (lane_bytes * lane + b) as u8;
                     b += 1;
                 }
-                rank += 1;
+                out += 1;
             }
             lane += 1;
         }

@@ -5,14 +5,12 @@ use core::arch::x86_64::*;
 use core::ops::Range;
 
 use crate::compress::Counts;
-use crate::decompress::Validated;
 use crate::format::LOW_MASK;
 use crate::pipeline::KernelResult;
 use crate::scratch::Scratch;
 
-use super::super::expand::{self, Expand};
 use super::super::lanes::Lanes;
-use super::super::{EXPAND_BYTES_4, EXPAND_LOWS_4, EXPAND_WORDS_4, LEFT_PACK_4, LEFT_PACK_BYTES, classify};
+use super::super::{LEFT_PACK_4, LEFT_PACK_BYTES, classify};
 
 /// Moves the 32-bit lanes of `v` selected by `mask` (4 bits) to the front.
 #[inline]
@@ -92,52 +90,6 @@ impl Lanes for Sse41 {
     }
 }
 
-impl Expand for Sse41 {
-    #[inline(always)]
-    unsafe fn expand_values(misses: *const u32, miss: u32, lows: *const u16, partial: u32) -> Self {
-        // SAFETY: the caller guarantees 4 readable words at `misses`, 4 readable items at
-        // `lows` (of the 8 it promises), SSE4.1 and SSSE3. Unselected lanes get 0x80
-        // control bytes, which `pshufb` turns into zeros.
-        unsafe {
-            let missed = shuffle(_mm_loadu_si128(misses.cast()), &EXPAND_WORDS_4, miss);
-            let lows = shuffle(_mm_loadl_epi64(lows.cast()), &EXPAND_LOWS_4, partial);
-            Sse41(_mm_or_si128(missed, lows))
-        }
-    }
-
-    #[inline(always)]
-    unsafe fn store(self, dst: *mut u8) {
-        // SAFETY: the caller guarantees 16 writable bytes and SSE4.1.
-        unsafe { _mm_storeu_si128(dst.cast(), self.0) }
-    }
-
-    #[inline(always)]
-    unsafe fn expand_bytes(src: *const u8, mask: u32) -> u64 {
-        // SAFETY: the caller guarantees 4 (of 16) readable bytes, SSE4.1 and SSSE3.
-        unsafe {
-            let bytes = _mm_cvtsi32_si128(src.cast::<i32>().read_unaligned());
-            u64::from(_mm_cvtsi128_si32(shuffle(bytes, &EXPAND_BYTES_4, mask)) as u32)
-        }
-    }
-
-    #[inline(always)]
-    unsafe fn even_bits(x: u32) -> u32 {
-        // Bits 0, 2, 4, 6 to bits 0-3 (no BMI2 on this path).
-        let x = x & 0x55;
-        let x = (x | (x >> 1)) & 0x33;
-        (x | (x >> 2)) & 0x0F
-    }
-
-    #[inline(always)]
-    unsafe fn tags_to_bytes(x: u32) -> u64 {
-        // 2-bit cell k (bits 2k, 2k + 1) to bits 8k + 5, 8k + 6.
-        let x = x & 0xFF;
-        let x = (x | (x << 12)) & 0x000F_000F;
-        let x = (x | (x << 6)) & 0x0303_0303;
-        u64::from(x << 5)
-    }
-}
-
 /// `pshufb` of `v` with the control `table[mask]` (4-bit mask).
 #[inline]
 #[target_feature(enable = "ssse3")]
@@ -162,22 +114,4 @@ pub(crate) unsafe fn classify<const W: usize>(
 ) -> KernelResult {
     // SAFETY: SSE4.1 and SSSE3 are enabled here, all that `Sse41` uses.
     unsafe { classify::classify::<Sse41, W>(page, s, early_abort, groups, counts) }
-}
-
-/// The SSE4.1 + SSSE3 instance of the decoder ([`expand::decode`]).
-///
-/// # Safety
-///
-/// The CPU must support SSE4.1, SSSE3 and POPCNT; `v` and `s` come from a successful
-/// `validate` of the same stream.
-#[target_feature(enable = "sse4.1,ssse3,popcnt")]
-pub(crate) unsafe fn decode<const W: usize>(
-    v: Validated<'_>,
-    s: &mut Scratch<W>,
-    preload: u32,
-    page: &mut [u8],
-) {
-    // SAFETY: SSE4.1 and SSSE3 are enabled here, all that `Sse41` uses; the rest is the
-    // caller's contract.
-    unsafe { expand::decode::<Sse41, W>(v, s, preload, page) }
 }
