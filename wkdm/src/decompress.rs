@@ -134,12 +134,10 @@ pub(crate) fn expand<const W: usize, const SKIP: bool>(
         }
         // Tag k at bits 2k, 2k+1.
         let mut tags = format::sequential_tags(tag_word);
-        for dst in out.chunks_exact_mut(4) {
-            let tag = tags & 3;
-            tags >>= 2;
+        let mut word = |dst: &mut [u8], tag: u32| {
             if SKIP && tag == u32::from(ZERO) {
                 dst.fill(0);
-                continue;
+                return;
             }
             let row = &TAG_ROWS[tag as usize];
             // The counters never pass the validated counts, and a counter equal to W is
@@ -159,6 +157,18 @@ pub(crate) fn expand<const W: usize, const SKIP: bool>(
             pi += row.uses_low;
             mi += row.uses_miss;
             dst.copy_from_slice(&w.to_le_bytes());
+        };
+        // Four words per iteration, written out: the compiler keeps a 16-word loop rolled,
+        // and the unrolled one took 7% less time on python pages (SPEC.md section 4).
+        for quad in out.chunks_exact_mut(16) {
+            let (first, rest) = quad.split_at_mut(4);
+            let (second, rest) = rest.split_at_mut(4);
+            let (third, fourth) = rest.split_at_mut(4);
+            word(first, tags & 3);
+            word(second, (tags >> 2) & 3);
+            word(third, (tags >> 4) & 3);
+            word(fourth, (tags >> 6) & 3);
+            tags >>= 8;
         }
     }
 }
