@@ -46,7 +46,7 @@ pub(crate) fn recurrence<const W: usize>(
             if w == 0 {
                 continue;
             }
-            let slot = format::SLOT[((w >> 10) & 0xFF) as usize];
+            let slot = format::slot(w) as u8;
             prev[k] = dict[usize::from(slot)];
             slots[k] = slot;
             dict[usize::from(slot)] = w;

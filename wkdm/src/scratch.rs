@@ -76,7 +76,7 @@ pub(crate) struct Scratch<const W: usize> {
     #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
     pub(crate) slots: Padded<u8, W>,
     /// AVX2 decoder: per word, the dictionary entry it reads and writes (bits 0-4; a dump
-    /// entry for zero words) and its tag (bits 5-6).
+    /// entry for zero words, or 0 when the decoder skips them) and its tag (bits 5-6).
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(crate) word_routes: [u8; W],
     /// SIMD decoders: the slot of each missed word, with slack for 8-byte loads.

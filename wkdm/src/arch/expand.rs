@@ -107,7 +107,7 @@ unsafe fn expand_streams<V: Expand, const W: usize, const SKIP: bool>(
 ) {
     assert!(page.len() == 4 * W && W % 16 == 0 && v.tags.len() == W / 4 && v.misses <= W);
     for (slot, &w) in s.miss_slots.iter_mut().zip(&s.misses[..v.misses]) {
-        *slot = format::SLOT[((w >> 10) & 0xFF) as usize];
+        *slot = format::slot(w) as u8;
     }
     let dump_entry = u64::from(DUMP_ENTRY) * 0x0101_0101_0101_0101;
     let lane_bits = (1u32 << (2 * V::LANES)) - 1;
