@@ -27,7 +27,53 @@ pub(crate) struct Validated<'a> {
     pub(crate) zeros: usize,
 }
 
+/// How [`validate`] unpacks the index and low-bits areas: [`ScalarUnpack`], or a SIMD
+/// path's loops (they are most of validation's time).
+pub(crate) trait Unpack {
+    /// Unpacks the index words of `area` (8 indices each, see [`format::unpack_indices`])
+    /// into `out[..2 * area.len()]`.
+    ///
+    /// # Safety
+    ///
+    /// The CPU has the implementation's instruction set; `area.len()` is a multiple of 4
+    /// and `out.len() >= 2 * area.len()`.
+    unsafe fn indices(area: &[u8], out: &mut [u8]);
+
+    /// Unpacks the low-bits words of `area` (3 values each, see [`format::unpack_low_bits`])
+    /// into `out[..3 * area.len() / 4]`; returns the OR of the words.
+    ///
+    /// # Safety
+    ///
+    /// The CPU has the implementation's instruction set; `area.len()` is a multiple of 4
+    /// and `out.len() >= 3 * area.len() / 4`.
+    unsafe fn lows(area: &[u8], out: &mut [u16]) -> u32;
+}
+
+/// The portable [`Unpack`] loops, one stream word at a time.
+pub(crate) struct ScalarUnpack;
+
+impl Unpack for ScalarUnpack {
+    #[inline(always)]
+    unsafe fn indices(area: &[u8], out: &mut [u8]) {
+        for (dst, src) in out.chunks_exact_mut(8).zip(area.chunks_exact(4)) {
+            dst.copy_from_slice(&format::unpack_indices(format::le32(src)).to_le_bytes());
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn lows(area: &[u8], out: &mut [u16]) -> u32 {
+        let mut all_words = 0;
+        for (dst, src) in out.chunks_exact_mut(3).zip(area.chunks_exact(4)) {
+            let word = format::le32(src);
+            all_words |= word;
+            dst.copy_from_slice(&format::unpack_low_bits(word));
+        }
+        all_words
+    }
+}
+
 /// Counts the tags of a tags area: (MISS, EXACT + PARTIAL, PARTIAL).
+#[inline(always)]
 fn count_tags(tags: &[u8]) -> (usize, usize, usize) {
     const LOW: u64 = 0x5555_5555_5555_5555;
     let (mut m, mut h, mut p) = (0u32, 0u32, 0u32);
@@ -49,8 +95,13 @@ fn count_tags(tags: &[u8]) -> (usize, usize, usize) {
 }
 
 /// Validates a normal-form stream (`input.len() >= 12`) and unpacks its indices, low
-/// bits and misses into `s`.
-pub(crate) fn validate<'a, const W: usize>(
+/// bits and misses into `s` (with `U`'s loops).
+///
+/// # Safety
+///
+/// The CPU has the instruction set of `U`.
+#[inline(always)]
+pub(crate) unsafe fn validate<'a, U: Unpack, const W: usize>(
     input: &'a [u8],
     s: &mut Scratch<W>,
 ) -> Result<Validated<'a>, DecompressError> {
@@ -86,9 +137,9 @@ pub(crate) fn validate<'a, const W: usize>(
     }
     // Indices: 8 per word; h <= W and W is a multiple of 8, so the padded count fits.
     let index_area = &input[4 * index_start..4 * low_start];
-    for (dst, src) in s.indices.chunks_exact_mut(8).zip(index_area.chunks_exact(4)) {
-        dst.copy_from_slice(&format::unpack_indices(format::le32(src)).to_le_bytes());
-    }
+    // SAFETY: the caller guarantees the instruction set; the area is whole words, and
+    // 2 * its length = 8 * h.div_ceil(8) <= W = s.indices.len().
+    unsafe { U::indices(index_area, &mut s.indices[..]) };
     if s.indices[h..h.div_ceil(8) * 8].iter().any(|&i| i != 0) {
         return Err(DecompressError::corrupt("index padding is not zero"));
     }
@@ -96,12 +147,9 @@ pub(crate) fn validate<'a, const W: usize>(
     // values land in the slack), then checked: bits 30-31 clear, padding zero.
     let low_area = &input[4 * low_start..4 * end];
     let lows = s.lows.with_slack_mut();
-    let mut all_words = 0;
-    for (dst, src) in lows.chunks_exact_mut(3).zip(low_area.chunks_exact(4)) {
-        let word = format::le32(src);
-        all_words |= word;
-        dst.copy_from_slice(&format::unpack_low_bits(word));
-    }
+    // SAFETY: the caller guarantees the instruction set; the area is whole words, and
+    // 3 / 4 of its length = 3 * p.div_ceil(3) <= W + 2 < lows.len().
+    let all_words = unsafe { U::lows(low_area, lows) };
     if all_words >> 30 != 0 {
         return Err(DecompressError::corrupt("low-bits word has bits 30-31 set"));
     }
@@ -246,10 +294,14 @@ pub(crate) fn expand_sparse(input: &[u8], page: &mut [u8]) -> Result<(), Decompr
     Ok(())
 }
 
-/// Header, sparse form and validation shared by every decoder; `expand` writes the page
-/// from a validated normal-form stream.
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-pub(crate) fn decompress_with<const W: usize>(
+/// Header, sparse form and validation (with `U`'s loops) shared by every decoder; `expand`
+/// writes the page from a validated normal-form stream.
+///
+/// # Safety
+///
+/// The CPU has the instruction set of `U`.
+#[inline(always)]
+pub(crate) unsafe fn decompress_with<U: Unpack, const W: usize>(
     input: &[u8],
     s: &mut Scratch<W>,
     page: &mut [u8],
@@ -264,7 +316,8 @@ pub(crate) fn decompress_with<const W: usize>(
     if input.len() < 4 * HEADER_WORDS {
         return Err(DecompressError::Truncated);
     }
-    let v = validate::<W>(input, s)?;
+    // SAFETY: the caller's contract, passed on.
+    let v = unsafe { validate::<U, W>(input, s)? };
     expand(v, s, page);
     Ok(())
 }
@@ -276,18 +329,21 @@ pub(crate) fn decompress<const W: usize>(
     preload: u32,
     page: &mut [u8],
 ) -> Result<(), DecompressError> {
-    decompress_with(input, s, page, |v, s, page| {
-        // On pages with many zero words the branch past them predicts well (they come in
-        // regular patterns, such as the upper halves of small 64-bit values) and saves the
-        // word's loads and stores; on others it mispredicts more than it saves. Measured
-        // (pagebench, 3000 pages each, median ticks): python pages 6110-6214 -> 4316-4446,
-        // node pages unchanged; skipping on every page made node pages 6% slower.
-        if 4 * v.zeros > W {
-            expand::<W, true>(v, s, preload, page)
-        } else {
-            expand::<W, false>(v, s, preload, page)
-        }
-    })
+    // SAFETY: the scalar loops need no particular instruction set.
+    unsafe {
+        decompress_with::<ScalarUnpack, W>(input, s, page, |v, s, page| {
+            // On pages with many zero words the branch past them predicts well (they come in
+            // regular patterns, such as the upper halves of small 64-bit values) and saves the
+            // word's loads and stores; on others it mispredicts more than it saves. Measured
+            // (pagebench, 3000 pages each, median ticks): python pages 6110-6214 -> 4316-4446,
+            // node pages unchanged; skipping on every page made node pages 6% slower.
+            if 4 * v.zeros > W {
+                expand::<W, true>(v, s, preload, page)
+            } else {
+                expand::<W, false>(v, s, preload, page)
+            }
+        })
+    }
 }
 
 #[cfg(test)]

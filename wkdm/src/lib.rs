@@ -331,11 +331,9 @@ impl<const WORDS: usize> WkdmCodec<WORDS> {
         match self.path {
             #[cfg(target_arch = "x86_64")]
             Path::Avx2 => {
-                decompress::decompress_with::<WORDS>(input, &mut self.scratch, page, |v, s, page| {
-                    // SAFETY: `self.path` is only ever set to an available path, so AVX2 and BMI2
-                    // are present; `v` and `s` come from `validate` on this stream.
-                    unsafe { arch::x86_64::avx2::decode::<WORDS>(v, s, preload, page) }
-                })
+                // SAFETY: `self.path` is only ever set to an available path, so AVX2 and BMI2
+                // are present.
+                unsafe { arch::x86_64::avx2::decompress::<WORDS>(input, &mut self.scratch, preload, page) }
             }
             _ => decompress::decompress::<WORDS>(input, &mut self.scratch, preload, page),
         }
