@@ -75,10 +75,13 @@ pub(crate) struct Scratch<const W: usize> {
     /// with [`SLACK`] bytes of slack for 8-byte loads.
     #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
     pub(crate) slots: Padded<u8, W>,
-    /// AVX2 decoder: per word, the dictionary entry it reads and writes (bits 0-4; a dump
-    /// entry for zero words, or 0 when the decoder skips them) and its tag (bits 5-6).
+    /// AVX2 decoder: per word, the dictionary entry it reads and writes (the dump entry
+    /// for zero words).
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(crate) word_routes: [u8; W],
+    /// AVX2 decoder: per word, the bits of its dictionary entry it keeps (by tag).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(crate) keeps: [u32; W],
     /// SIMD decoders: the slot of each missed word, with slack for 8-byte loads.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(crate) miss_slots: Padded<u8, W>,
@@ -95,6 +98,7 @@ impl<const W: usize> Scratch<W> {
             prev: [0; W],
             slots: Padded::new(0),
             word_routes: [0; W],
+            keeps: [0; W],
             miss_slots: Padded::new(0),
         }
     }

@@ -1,13 +1,17 @@
 //! The SIMD decoder, written over [`Expand`]: two stages after validation.
 //!
 //! 1. [`expand_streams`] (vector): expands the misses and low bits into their words of the
-//!    page (0 elsewhere) and writes one *route* byte per word: the dictionary slot it reads
+//!    page (0 elsewhere) and writes, per word, a *route* byte, the dictionary slot it reads
 //!    and writes (the hit's index, the miss's hashed slot, or the dump entry 16 for a zero
-//!    word) in bits 0-4 and its tag in bits 5-6.
+//!    word), and a *keep* mask, the bits of that entry it keeps (by tag, see [`KEEP`]).
 //! 2. [`run_chain`] (scalar): the dictionary recurrence `d = dict[slot]; w = (d & keep) |
 //!    value; dict[slot] = w` over the words in order, each word's `value` read from and its
 //!    result written back to the page. On pages where more than a sixth of the words are
 //!    zero it branches past them (see [`decode`]).
+//!
+//! Stage 1 computes the keep masks, 8 per vector instruction, so that the chain does not
+//! look them up per word: that took its loop from 10 instructions per word to 8 and the
+//! decoder's time down 3-4% on captured pages (SPEC.md section 4).
 //!
 //! The recurrence is one store-to-load chain only between words of the same slot. An
 //! earlier version split the page into 8 interleaved chains, each from an unknown
@@ -22,7 +26,7 @@ use crate::scratch::Scratch;
 use super::lanes::Lanes;
 
 /// Per tag (ZERO, PARTIAL, MISS, EXACT): the bits of the dictionary entry a word keeps.
-const KEEP: [u32; 4] = [0, !LOW_MASK, 0, u32::MAX];
+pub(crate) const KEEP: [u32; 4] = [0, !LOW_MASK, 0, u32::MAX];
 
 /// What the SIMD decoder ([`super::expand`]) needs beyond [`Lanes`].
 ///
@@ -58,9 +62,8 @@ pub(crate) trait Expand: Lanes {
     /// Bits 0, 2, 4, ... of `x` (`2 * LANES` bits) gathered into bits 0, 1, 2, ...
     unsafe fn even_bits(x: u32) -> u32;
 
-    /// The 2-bit cell `k < LANES` of `x` moved to bits `8k + 5`, `8k + 6` (beside a slot
-    /// in a route byte).
-    unsafe fn tags_to_bytes(x: u32) -> u64;
+    /// Lane `k` holds [`KEEP`] of the tag in the 2-bit cell `k < LANES` of `tags`.
+    unsafe fn keep_masks(tags: u32) -> Self;
 }
 
 /// Decodes a validated stream into `page`.
@@ -82,29 +85,21 @@ pub(crate) unsafe fn decode<V: Expand, const W: usize>(
     // 3302-3328, 3328-3354 and 3406-3432 (in sweeps 3406-3432, 3406-3432, 3380-3406,
     // 3432-3458, 3536-3562).
     // SAFETY: the caller's contract, passed on.
-    unsafe {
-        if 6 * v.zeros > W {
-            expand_streams::<V, W, true>(v, s, page);
-            run_chain::<W, true>(s, preload, page);
-        } else {
-            expand_streams::<V, W, false>(v, s, page);
-            run_chain::<W, false>(s, preload, page);
-        }
+    unsafe { expand_streams::<V, W>(v, s, page) };
+    if 6 * v.zeros > W {
+        run_chain::<W, true>(s, preload, page);
+    } else {
+        run_chain::<W, false>(s, preload, page);
     }
 }
 
-/// Stage 1, `LANES` words per step (see the module documentation). With `SKIP` (stage 2
-/// branches past zero words) zero words get no dump entry: their route is 0.
+/// Stage 1, `LANES` words per step (see the module documentation).
 ///
 /// # Safety
 ///
 /// As for [`decode`].
 #[inline(always)]
-unsafe fn expand_streams<V: Expand, const W: usize, const SKIP: bool>(
-    v: Validated<'_>,
-    s: &mut Scratch<W>,
-    page: &mut [u8],
-) {
+unsafe fn expand_streams<V: Expand, const W: usize>(v: Validated<'_>, s: &mut Scratch<W>, page: &mut [u8]) {
     assert!(page.len() == 4 * W && W % 16 == 0 && v.tags.len() == W / 4 && v.misses <= W);
     for (slot, &w) in s.miss_slots.iter_mut().zip(&s.misses[..v.misses]) {
         *slot = format::slot(w) as u8;
@@ -136,11 +131,11 @@ unsafe fn expand_streams<V: Expand, const W: usize, const SKIP: bool>(
                 (miss, partial, hit, slots)
             };
             // Zero words read and write the dump entry (their value and keep mask are 0),
-            // unless stage 2 skips them.
-            let word_slots = if SKIP { slots } else { slots | (dump_entry & !super::byte_mask(hit | miss)) };
-            // SAFETY: the caller guarantees the instruction set.
-            let routes = word_slots | unsafe { V::tags_to_bytes(lane_tags) };
+            // unless stage 2 skips them, which it recognises by that entry.
+            let routes = slots | (dump_entry & !super::byte_mask(hit | miss));
             s.word_routes[i..i + V::LANES].copy_from_slice(&routes.to_le_bytes()[..V::LANES]);
+            // SAFETY: the caller guarantees the instruction set; i + LANES <= W.
+            unsafe { V::keep_masks(lane_tags).store(s.keeps.as_mut_ptr().add(i).cast()) };
             mi += miss.count_ones() as usize;
             pi += partial.count_ones() as usize;
             hi += hit.count_ones() as usize;
@@ -149,8 +144,8 @@ unsafe fn expand_streams<V: Expand, const W: usize, const SKIP: bool>(
 }
 
 /// Stage 2 (see the module documentation): `page` holds each MISS word, the low bits of
-/// each PARTIAL word and 0 elsewhere, and `s.word_routes` each word's route; every word's
-/// value replaces them, from a dictionary starting at `preload`. With `SKIP` zero words are
+/// each PARTIAL word and 0 elsewhere, `s.word_routes` each word's route and `s.keeps` its
+/// keep mask; every word's value replaces them, from a dictionary starting at `preload`. With `SKIP` zero words are
 /// branched past (their 0 is already in the page); without, they run through the dump
 /// entry like the others.
 #[inline(always)]
@@ -160,15 +155,15 @@ fn run_chain<const W: usize, const SKIP: bool>(s: &Scratch<W>, preload: u32, pag
     let mut dict = [preload; 32];
     // Four words per iteration: unrolled, the loop took 5-7% less time per page than one
     // word per iteration (two words: 3-4%; eight: as four).
-    for (words, routes) in page.chunks_exact_mut(16).zip(s.word_routes.chunks_exact(4)) {
-        for (word, &route) in words.chunks_exact_mut(4).zip(routes) {
-            let tag = usize::from(route >> 5);
-            if SKIP && tag == 0 {
+    let words = page.chunks_exact_mut(16).zip(s.word_routes.chunks_exact(4)).zip(s.keeps.chunks_exact(4));
+    for ((words, routes), keeps) in words {
+        for ((word, &route), &keep) in words.chunks_exact_mut(4).zip(routes).zip(keeps) {
+            if SKIP && route == DUMP_ENTRY {
                 continue;
             }
             let slot = usize::from(route & 31);
             let value = format::le32(word);
-            let w = (dict[slot] & KEEP[tag & 3]) | value;
+            let w = (dict[slot] & keep) | value;
             dict[slot] = w;
             word.copy_from_slice(&w.to_le_bytes());
         }

@@ -196,9 +196,18 @@ impl Expand for Avx2 {
     }
 
     #[inline(always)]
-    unsafe fn tags_to_bytes(x: u32) -> u64 {
-        // SAFETY: as above.
-        unsafe { _pdep_u64(u64::from(x), 0x6060_6060_6060_6060) }
+    unsafe fn keep_masks(tags: u32) -> Self {
+        // SAFETY: the caller guarantees AVX2.
+        unsafe {
+            let cells = _mm256_srlv_epi32(
+                _mm256_set1_epi32(tags as i32),
+                _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14),
+            );
+            // `vpermd` reads 3 index bits: the table is repeated so the third does not matter.
+            let [zero, partial, miss, exact] = expand::KEEP.map(|keep| keep as i32);
+            let keeps = _mm256_setr_epi32(zero, partial, miss, exact, zero, partial, miss, exact);
+            Avx2(_mm256_permutevar8x32_epi32(keeps, cells))
+        }
     }
 }
 
