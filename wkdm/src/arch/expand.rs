@@ -59,10 +59,11 @@ pub(crate) trait Expand: Lanes {
     /// `src` is valid for reads of 16 bytes.
     unsafe fn expand_bytes(src: *const u8, mask: u32) -> u64;
 
-    /// Bits 0, 2, 4, ... of `x` (`2 * LANES` bits) gathered into bits 0, 1, 2, ...
+    /// Bits 0, 2, 4, ... of `x` gathered into bits 0, 1, 2, ...
     unsafe fn even_bits(x: u32) -> u32;
 
-    /// Lane `k` holds [`KEEP`] of the tag in the 2-bit cell `k < LANES` of `tags`.
+    /// Lane `k` holds [`KEEP`] of the tag in the 2-bit cell `k < LANES` of `tags` (higher
+    /// cells are ignored).
     unsafe fn keep_masks(tags: u32) -> Self;
 }
 
@@ -105,37 +106,42 @@ unsafe fn expand_streams<V: Expand, const W: usize>(v: Validated<'_>, s: &mut Sc
         *slot = format::slot(w) as u8;
     }
     let dump_entry = u64::from(DUMP_ENTRY) * 0x0101_0101_0101_0101;
-    let lane_bits = (1u32 << (2 * V::LANES)) - 1;
+    let lane_bits = (1u32 << V::LANES) - 1;
     let misses = s.misses.as_ptr();
     let miss_slots = s.miss_slots.as_ptr();
     let lows = s.lows.as_ptr();
     let indices = s.indices.as_ptr();
     let (mut mi, mut pi, mut hi) = (0usize, 0usize, 0usize);
     for (group, tag_word) in v.tags.chunks_exact(4).enumerate() {
+        // Tag k of the group's words at bits 2k, 2k + 1; PARTIAL = 1, MISS = 2, EXACT = 3.
         let tags = format::sequential_tags(format::le32(tag_word));
+        let (low, high) = (tags & 0x5555_5555, (tags >> 1) & 0x5555_5555);
+        // SAFETY: the caller guarantees the instruction set.
+        let (misses_16, partials_16, hits_16) =
+            unsafe { (V::even_bits(high & !low), V::even_bits(low & !high), V::even_bits(low)) };
         for step in 0..16 / V::LANES {
             let i = 16 * group + V::LANES * step;
-            // Tag k of these words at bits 2k, 2k + 1; PARTIAL = 1, MISS = 2, EXACT = 3.
-            let lane_tags = (tags >> (2 * V::LANES * step)) & lane_bits;
-            let (low, high) = (lane_tags & 0x5555, (lane_tags >> 1) & 0x5555);
+            let shift = V::LANES * step;
+            let (miss, partial, hit) = (
+                (misses_16 >> shift) & lane_bits,
+                (partials_16 >> shift) & lane_bits,
+                (hits_16 >> shift) & lane_bits,
+            );
             // SAFETY: the caller guarantees the instruction set. The counters are <= the
             // validated counts <= W, and the scratch arrays have SLACK >= 16 readable items
             // after their W items (stale values there land in unselected lanes, which are 0);
             // the page store covers words i..i + LANES <= W.
-            let (miss, partial, hit, slots) = unsafe {
-                let (miss, partial, hit) =
-                    (V::even_bits(high & !low), V::even_bits(low & !high), V::even_bits(low));
+            let slots = unsafe {
                 let values = V::expand_values(misses.add(mi), miss, lows.add(pi), partial);
                 values.store(page.as_mut_ptr().add(4 * i));
-                let slots = V::expand_bytes(indices.add(hi), hit) | V::expand_bytes(miss_slots.add(mi), miss);
-                (miss, partial, hit, slots)
+                V::expand_bytes(indices.add(hi), hit) | V::expand_bytes(miss_slots.add(mi), miss)
             };
             // Zero words read and write the dump entry (their value and keep mask are 0),
             // unless stage 2 skips them, which it recognises by that entry.
             let routes = slots | (dump_entry & !super::byte_mask(hit | miss));
             s.word_routes[i..i + V::LANES].copy_from_slice(&routes.to_le_bytes()[..V::LANES]);
             // SAFETY: the caller guarantees the instruction set; i + LANES <= W.
-            unsafe { V::keep_masks(lane_tags).store(s.keeps.as_mut_ptr().add(i).cast()) };
+            unsafe { V::keep_masks(tags >> (2 * shift)).store(s.keeps.as_mut_ptr().add(i).cast()) };
             mi += miss.count_ones() as usize;
             pi += partial.count_ones() as usize;
             hi += hit.count_ones() as usize;
@@ -145,9 +151,9 @@ unsafe fn expand_streams<V: Expand, const W: usize>(v: Validated<'_>, s: &mut Sc
 
 /// Stage 2 (see the module documentation): `page` holds each MISS word, the low bits of
 /// each PARTIAL word and 0 elsewhere, `s.word_routes` each word's route and `s.keeps` its
-/// keep mask; every word's value replaces them, from a dictionary starting at `preload`. With `SKIP` zero words are
-/// branched past (their 0 is already in the page); without, they run through the dump
-/// entry like the others.
+/// keep mask; every word's value replaces them, from a dictionary starting at `preload`.
+/// With `SKIP` zero words are branched past (their 0 is already in the page); without,
+/// they run through the dump entry like the others.
 #[inline(always)]
 fn run_chain<const W: usize, const SKIP: bool>(s: &Scratch<W>, preload: u32, page: &mut [u8]) {
     assert!(page.len() == 4 * W);

@@ -192,7 +192,7 @@ impl Expand for Avx2 {
     #[inline(always)]
     unsafe fn even_bits(x: u32) -> u32 {
         // SAFETY: the caller guarantees BMI2 (part of this path's features).
-        unsafe { _pext_u32(x, 0x5555) }
+        unsafe { _pext_u32(x, 0x5555_5555) }
     }
 
     #[inline(always)]
