@@ -157,9 +157,9 @@ pub enum DictionaryPreload {
 
 /// A WKdm codec for pages of `WORDS` 32-bit words (1024 for 4 KiB, 4096 for 16 KiB).
 ///
-/// The value holds all working memory (about 8 bytes per page word), so compressing and
-/// decompressing never allocate; reuse one value per thread. [`Wkdm`] (4 KiB) also
-/// implements [`PageCodec`].
+/// The value holds all working memory (about 19 bytes per page word: 19 KiB for 4 KiB
+/// pages), so compressing and decompressing never allocate; reuse one value per thread.
+/// [`Wkdm`] (4 KiB) also implements [`PageCodec`].
 ///
 /// ```
 /// use wkdm::{Compressed, CompressOptions, Wkdm16K, XNU_LIMIT_4K};
