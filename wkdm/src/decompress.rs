@@ -276,7 +276,7 @@ const TAG_ROWS: [TagRow; 4] = {
     const fn row(tag: u8) -> TagRow {
         let all = usize::MAX;
         TagRow {
-            keep: [0, !LOW_MASK, 0, u32::MAX][tag as usize],
+            keep: KEEP[tag as usize],
             take_low: if tag == PARTIAL { u32::MAX } else { 0 },
             take_miss: if tag == MISS { u32::MAX } else { 0 },
             miss_slot: if tag == MISS { all } else { 0 },
@@ -292,6 +292,9 @@ const TAG_ROWS: [TagRow; 4] = {
 
 /// Dictionary entry that absorbs the stores of words that must not change the dictionary.
 pub(crate) const DUMP_ENTRY: u8 = 16;
+
+/// Per tag (ZERO, PARTIAL, MISS, EXACT): the bits of the dictionary entry a word keeps.
+pub(crate) const KEEP: [u32; 4] = [0, !LOW_MASK, 0, u32::MAX];
 
 /// Decodes the sparse form (word 0 is the magic) into `page`.
 pub(crate) fn expand_sparse(input: &[u8], page: &mut [u8]) -> Result<(), DecompressError> {

@@ -24,8 +24,8 @@ use crate::{CompressOptions, Compressed};
 ///
 /// Zero words are skipped, so their `prev` and `slots` items keep whatever an earlier call
 /// left there; the kernels never read them. Skipping costs a branch per word, yet it made
-/// the AVX2 compressor 20% faster on python pages (43% zero words) and 3% on node pages
-/// (20%) than storing zero words into a dummy entry (SPEC.md section 4): the branch
+/// the AVX2 compressor 20% faster on python pages (39% zero words) and 3% on node pages
+/// (11%) than storing zero words into a dummy entry (SPEC.md section 4): the branch
 /// follows regular patterns (the zero upper halves of small 64-bit values) and predicts
 /// well, and each skipped word saves three stores and a dictionary load.
 pub(crate) fn recurrence<const W: usize>(

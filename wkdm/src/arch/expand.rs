@@ -3,7 +3,8 @@
 //! 1. [`expand_streams`] (vector): expands the misses and low bits into their words of the
 //!    page (0 elsewhere) and writes, per word, a *route* byte, the dictionary slot it reads
 //!    and writes (the hit's index, the miss's hashed slot, or the dump entry 16 for a zero
-//!    word), and a *keep* mask, the bits of that entry it keeps (by tag, see [`KEEP`]).
+//!    word), and a *keep* mask, the bits of that entry it keeps (by tag, see
+//!    [`KEEP`](crate::decompress::KEEP)).
 //! 2. [`run_chain`] (scalar): the dictionary recurrence `d = dict[slot]; w = (d & keep) |
 //!    value; dict[slot] = w` over the words in order, each word's `value` read from and its
 //!    result written back to the page. On pages where more than a sixth of the words are
@@ -20,13 +21,10 @@
 //! pages (SPEC.md section 4).
 
 use crate::decompress::{DUMP_ENTRY, Validated};
-use crate::format::{self, LOW_MASK};
+use crate::format;
 use crate::scratch::Scratch;
 
 use super::lanes::Lanes;
-
-/// Per tag (ZERO, PARTIAL, MISS, EXACT): the bits of the dictionary entry a word keeps.
-pub(crate) const KEEP: [u32; 4] = [0, !LOW_MASK, 0, u32::MAX];
 
 /// What the SIMD decoder ([`super::expand`]) needs beyond [`Lanes`].
 ///
@@ -62,8 +60,8 @@ pub(crate) trait Expand: Lanes {
     /// Bits 0, 2, 4, ... of `x` gathered into bits 0, 1, 2, ...
     unsafe fn even_bits(x: u32) -> u32;
 
-    /// Lane `k` holds [`KEEP`] of the tag in the 2-bit cell `k < LANES` of `tags` (higher
-    /// cells are ignored).
+    /// Lane `k` holds [`KEEP`](crate::decompress::KEEP) of the tag in the 2-bit cell
+    /// `k < LANES` of `tags` (higher cells are ignored).
     unsafe fn keep_masks(tags: u32) -> Self;
 }
 

@@ -10,7 +10,7 @@ use core::arch::x86_64::*;
 use core::ops::Range;
 
 use crate::compress::Counts;
-use crate::decompress::{ScalarUnpack, Unpack, decompress_with};
+use crate::decompress::{KEEP, ScalarUnpack, Unpack, decompress_with};
 use crate::format::{self, LOW_MASK};
 use crate::pipeline::KernelResult;
 use crate::scratch::Scratch;
@@ -204,7 +204,7 @@ impl Expand for Avx2 {
                 _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14),
             );
             // `vpermd` reads 3 index bits: the table is repeated so the third does not matter.
-            let [zero, partial, miss, exact] = expand::KEEP.map(|keep| keep as i32);
+            let [zero, partial, miss, exact] = KEEP.map(|keep| keep as i32);
             let keeps = _mm256_setr_epi32(zero, partial, miss, exact, zero, partial, miss, exact);
             Avx2(_mm256_permutevar8x32_epi32(keeps, cells))
         }
