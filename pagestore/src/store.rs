@@ -75,10 +75,10 @@ pub(crate) fn prepare<'a, C: EntryCodec + ?Sized>(
     page: &'a Page,
     scratch: &'a mut [u8; PAGE_SIZE],
 ) -> (Prepared<'a>, Outcome) {
-    if config.same_filled {
-        if let Some(value) = same_filled(page) {
-            return (Prepared::Same(value), Outcome::Same);
-        }
+    if config.same_filled
+        && let Some(value) = same_filled(page)
+    {
+        return (Prepared::Same(value), Outcome::Same);
     }
     let budget = config.huge_threshold.clamp(1, PAGE_SIZE);
     let start = if config.timing { crate::timing::now() } else { 0 };
