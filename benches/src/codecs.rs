@@ -63,6 +63,7 @@ impl WkdmPath {
             wkdm::Path::Scalar => "wkdm-scalar",
             wkdm::Path::Sse41 => "wkdm-sse4.1",
             wkdm::Path::Avx2 => "wkdm-avx2",
+            wkdm::Path::Avx512 => "wkdm-avx512",
             wkdm::Path::Neon => "wkdm-neon",
             #[allow(unreachable_patterns)]
             _ => "wkdm-other",

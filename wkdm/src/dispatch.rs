@@ -26,20 +26,25 @@ pub enum Path {
     Sse41,
     /// x86_64 with AVX2 and BMI2: SIMD compressor and decompressor.
     Avx2,
+    /// x86_64 with AVX2 and BMI2 plus AVX-512 (F, BW, CD, VBMI) and GFNI: the AVX2
+    /// compressor and a decompressor that resolves the dictionary 16 words at a time in
+    /// registers.
+    Avx512,
     /// aarch64 with NEON: a SIMD compressor; decompression runs the scalar loop.
     Neon,
 }
 
 impl Path {
     /// Every path this crate knows, available or not, from slowest to fastest.
-    pub const ALL: [Path; 4] = [Path::Scalar, Path::Sse41, Path::Avx2, Path::Neon];
+    pub const ALL: [Path; 5] = [Path::Scalar, Path::Sse41, Path::Avx2, Path::Avx512, Path::Neon];
 
-    /// A short name for tables (`"scalar"`, `"sse4.1"`, `"avx2"`, `"neon"`).
+    /// A short name for tables (`"scalar"`, `"sse4.1"`, `"avx2"`, `"avx512"`, `"neon"`).
     pub const fn name(self) -> &'static str {
         match self {
             Path::Scalar => "scalar",
             Path::Sse41 => "sse4.1",
             Path::Avx2 => "avx2",
+            Path::Avx512 => "avx512",
             Path::Neon => "neon",
         }
     }
@@ -50,6 +55,7 @@ impl Path {
             Path::Scalar => true,
             Path::Sse41 => crate::arch::sse41_available(),
             Path::Avx2 => crate::arch::avx2_available(),
+            Path::Avx512 => crate::arch::avx512_available(),
             Path::Neon => crate::arch::neon_available(),
         }
     }

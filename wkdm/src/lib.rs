@@ -299,7 +299,7 @@ impl<const WORDS: usize> WkdmCodec<WORDS> {
     fn simd_kernel(&self) -> Option<pipeline::Kernel<WORDS>> {
         match self.path {
             #[cfg(target_arch = "x86_64")]
-            Path::Avx2 => Some(arch::x86_64::avx2::classify::<WORDS>),
+            Path::Avx2 | Path::Avx512 => Some(arch::x86_64::avx2::classify::<WORDS>),
             #[cfg(target_arch = "x86_64")]
             Path::Sse41 => Some(arch::x86_64::sse41::classify::<WORDS>),
             #[cfg(target_arch = "aarch64")]
@@ -334,6 +334,12 @@ impl<const WORDS: usize> WkdmCodec<WORDS> {
                 // SAFETY: `self.path` is only ever set to an available path, so AVX2 and BMI2
                 // are present.
                 unsafe { arch::x86_64::avx2::decompress::<WORDS>(input, &mut self.scratch, preload, page) }
+            }
+            #[cfg(target_arch = "x86_64")]
+            Path::Avx512 => {
+                // SAFETY: `self.path` is only ever set to an available path, so AVX2, BMI2,
+                // POPCNT, AVX-512F/BW/CD/VBMI and GFNI are present.
+                unsafe { arch::x86_64::avx512::decompress::<WORDS>(input, &mut self.scratch, preload, page) }
             }
             _ => decompress::decompress::<WORDS>(input, &mut self.scratch, preload, page),
         }

@@ -111,6 +111,38 @@ pub(crate) fn avx2_available() -> bool {
     }
 }
 
+/// Whether the AVX-512 path can run here (never under Miri): the AVX2 path's features
+/// plus AVX-512F, BW, CD, VBMI and GFNI.
+pub(crate) fn avx512_available() -> bool {
+    if cfg!(miri) || !avx2_available() {
+        return false;
+    }
+    #[cfg(all(target_arch = "x86_64", feature = "std"))]
+    {
+        std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx512bw")
+            && std::is_x86_feature_detected!("avx512cd")
+            && std::is_x86_feature_detected!("avx512vbmi")
+            && std::is_x86_feature_detected!("gfni")
+            && std::is_x86_feature_detected!("popcnt")
+    }
+    #[cfg(all(target_arch = "x86_64", not(feature = "std")))]
+    {
+        cfg!(all(
+            target_feature = "avx512f",
+            target_feature = "avx512bw",
+            target_feature = "avx512cd",
+            target_feature = "avx512vbmi",
+            target_feature = "gfni",
+            target_feature = "popcnt"
+        ))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// Whether the NEON path can run here (NEON is part of the aarch64 baseline; never under
 /// Miri).
 pub(crate) fn neon_available() -> bool {

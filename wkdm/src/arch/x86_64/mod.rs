@@ -1,4 +1,5 @@
 //! x86_64 paths.
 
 pub(crate) mod avx2;
+pub(crate) mod avx512;
 pub(crate) mod sse41;
