@@ -275,35 +275,42 @@ impl<const WORDS: usize> WkdmCodec<WORDS> {
         report_same_value: bool,
     ) -> Result<Compressed, CompressError> {
         #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-        if let Some(kernel) = self.simd_kernel() {
+        if let Some((replay, kernel)) = self.simd_passes() {
             let (s, options) = (&mut self.scratch, &self.options);
+            // `replay` and `kernel` belong to `self.path`, which is only ever set to an
+            // available path (`new` takes `Path::best()`, `with_path` checks `is_available`),
+            // so their instruction sets are present.
             return pipeline::compress(
                 page,
                 s,
                 out,
                 options,
                 report_same_value,
-                |page, s, abort, groups, counts| {
-                    // SAFETY: `kernel` is the kernel of `self.path`, which is only ever set to an
-                    // available path (`new` takes `Path::best()`, `with_path` checks
-                    // `is_available`), so its instruction set is present.
-                    unsafe { kernel(page, s, abort, groups, counts) }
-                },
+                // SAFETY: see above.
+                |page, prev, slots, dict, groups| unsafe { replay(page, prev, slots, dict, groups) },
+                // SAFETY: see above.
+                |page, s, abort, groups, counts| unsafe { kernel(page, s, abort, groups, counts) },
             );
         }
         compress::compress::<WORDS>(page, &mut self.scratch, out, &self.options, report_same_value)
     }
 
-    /// The SIMD classify kernel of `self.path`; `None` for the scalar compressor.
+    /// The dictionary replay and the classify kernel of `self.path`; `None` for the scalar
+    /// compressor.
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-    fn simd_kernel(&self) -> Option<pipeline::Kernel<WORDS>> {
+    fn simd_passes(&self) -> Option<(pipeline::Replay<WORDS>, pipeline::Kernel<WORDS>)> {
+        let scalar_replay: pipeline::Replay<WORDS> = pipeline::recurrence::<WORDS>;
         match self.path {
             #[cfg(target_arch = "x86_64")]
-            Path::Avx2 | Path::Avx512 => Some(arch::x86_64::avx2::classify::<WORDS>),
+            Path::Avx512 => {
+                Some((arch::x86_64::avx512::replay::<WORDS>, arch::x86_64::avx2::classify::<WORDS>))
+            }
             #[cfg(target_arch = "x86_64")]
-            Path::Sse41 => Some(arch::x86_64::sse41::classify::<WORDS>),
+            Path::Avx2 => Some((scalar_replay, arch::x86_64::avx2::classify::<WORDS>)),
+            #[cfg(target_arch = "x86_64")]
+            Path::Sse41 => Some((scalar_replay, arch::x86_64::sse41::classify::<WORDS>)),
             #[cfg(target_arch = "aarch64")]
-            Path::Neon => Some(arch::aarch64::neon::classify::<WORDS>),
+            Path::Neon => Some((scalar_replay, arch::aarch64::neon::classify::<WORDS>)),
             _ => None,
         }
     }

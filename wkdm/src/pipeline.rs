@@ -3,7 +3,8 @@
 //! The dictionary is the only sequential state, and it can be replayed without a
 //! dependency chain: for each non-zero word the pass [`recurrence`] records the entry the
 //! word is compared with (`prev`) and its slot, then stores the word into its slot, so no
-//! store depends on a load. Zero words are skipped: they leave the dictionary alone and
+//! store depends on a load (the AVX-512 path has its own replay, in registers,
+//! `arch::x86_64::avx512::replay`). Zero words are skipped: they leave the dictionary alone and
 //! the kernel tags them ZERO without reading their `prev` or slot. Everything else (tags,
 //! indices, low bits, misses, counts) is data-parallel and done by a per-instruction-set
 //! kernel that left-packs 4 or 8 lanes at a time. The decisions and the stream writer are the
@@ -54,6 +55,10 @@ pub(crate) fn recurrence<const W: usize>(
     }
 }
 
+/// A dictionary replay with [`recurrence`]'s contract: the scalar loop, or a path's own.
+pub(crate) type Replay<const W: usize> =
+    unsafe fn(&[u8], &mut [u32; W], &mut [u8; W], &mut [u32; 256], Range<usize>);
+
 /// A per-instruction-set classify kernel (`arch::classify`): it may only run where its
 /// instruction set is present.
 pub(crate) type Kernel<const W: usize> =
@@ -68,14 +73,16 @@ pub(crate) enum KernelResult {
     EarlyAbort,
 }
 
-/// The two-pass compressor around `kernel`, which classifies `s.prev` against the page
-/// and writes the packed tags (into `s.tags`), misses, indices and low bits.
+/// The two-pass compressor around `replay`, which fills `s.prev` and `s.slots` (see
+/// [`recurrence`]), and `kernel`, which classifies `s.prev` against the page and writes the
+/// packed tags (into `s.tags`), misses, indices and low bits.
 pub(crate) fn compress<const W: usize>(
     page: &[u8],
     s: &mut Scratch<W>,
     out: &mut [u8],
     options: &CompressOptions,
     report_same_value: bool,
+    mut replay: impl FnMut(&[u8], &mut [u32; W], &mut [u8; W], &mut [u32; 256], Range<usize>),
     mut kernel: impl FnMut(&[u8], &mut Scratch<W>, bool, Range<usize>, Counts) -> KernelResult,
 ) -> Result<Compressed, CompressError> {
     let budget = compress::budget_for::<W>(out, options)?;
@@ -84,7 +91,7 @@ pub(crate) fn compress<const W: usize>(
     let mut dict = [0u32; 256];
     let mut counts = Counts::default();
     for groups in [0..first, first..W / 16] {
-        recurrence::<W>(page, &mut s.prev, &mut s.slots, &mut dict, groups.clone());
+        replay(page, &mut s.prev, &mut s.slots, &mut dict, groups.clone());
         counts = match kernel(page, s, budget.early_abort, groups, counts) {
             KernelResult::Done(counts) => counts,
             KernelResult::EarlyAbort => return Err(CompressError::Incompressible),
