@@ -12,6 +12,9 @@
 //! - [`WkdmCodec`]: any supported page size through the crate's own API
 //!   ([`Wkdm16K`] for Apple arm64's 16 KiB pages), with XNU's exact budget rules on request
 //!   and zero / single-value pages reported like XNU (no stream, just the value).
+//! - [`Path`]: the implementation paths (scalar, SSE4.1, AVX2, AVX-512, NEON), which all
+//!   write the same bytes; a new codec takes the fastest one available, detected once at
+//!   run time under `std` and from the compile-time target features without it.
 //!
 //! ```
 //! use pagecodec::{Page, PageCodec};
