@@ -413,3 +413,109 @@ pub(crate) unsafe fn replay<const W: usize>(
         _mm512_storeu_si512(dict.as_mut_ptr().cast(), entries);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use pagecodec::testing::Rng;
+
+    use super::*;
+
+    /// The lane's words of a vector.
+    fn lanes(v: __m512i) -> [u32; 16] {
+        // SAFETY: `__m512i` and `[u32; 16]` have the same size, and every bit pattern is a
+        // valid `[u32; 16]`.
+        unsafe { core::mem::transmute(v) }
+    }
+
+    fn vector(words: [u32; 16]) -> __m512i {
+        // SAFETY: as above, the other way round.
+        unsafe { core::mem::transmute(words) }
+    }
+
+    /// `Consts::hashed_slots` (byte 0 of each lane) of 16 words.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    fn hashed(words: [u32; 16]) -> [u8; 16] {
+        // SAFETY: the instruction sets are enabled here.
+        let slots = lanes(unsafe { Consts::load().hashed_slots(vector(words)) });
+        slots.map(|s| s as u8)
+    }
+
+    /// Per half (miss rows, writer rows): `Consts::setters`, then `Consts::source` with the
+    /// lanes up to each word and before it, and `Consts::last`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512cd,avx512vbmi,gfni")]
+    fn resolve(slots: [u32; 16], sets: [u16; 2]) -> [[[u32; 16]; 4]; 2] {
+        // SAFETY: the instruction sets are enabled here.
+        unsafe {
+            let c = Consts::load();
+            let slots = vector(slots);
+            let slot_bits = _mm512_sllv_epi32(c.one, slots);
+            let rows = sets.map(|set| _mm512_maskz_mov_epi32(set, slot_bits));
+            c.setters(rows).map(|setters| {
+                [
+                    lanes(setters),
+                    lanes(c.source(setters, slots, load(&UP_TO_LANE), slot_bits)),
+                    lanes(c.source(setters, slots, load(&BEFORE_LANE), slot_bits)),
+                    lanes(c.last(setters)),
+                ]
+            })
+        }
+    }
+
+    #[test]
+    fn hashed_slots_are_the_slot_table() {
+        if !crate::arch::avx512_available() {
+            return;
+        }
+        let mut rng = Rng::new(7);
+        for first in (0..256).step_by(16) {
+            // Hash value `first + k` in lane k, random bits around it.
+            let words: [u32; 16] = core::array::from_fn(|k| {
+                let noise = rng.next_u64() as u32 & !(0xFF << 10);
+                noise | ((first + k as u32) << 10)
+            });
+            // SAFETY: AVX-512 F, BW and VBMI are available (checked above).
+            let got = unsafe { hashed(words) };
+            for k in 0..16 {
+                assert_eq!(usize::from(got[k]), format::slot(words[k]), "hash {}", first as usize + k);
+            }
+        }
+    }
+
+    /// The lane-by-lane model: the last lane `j` in `range` whose slot is `slot` and whose
+    /// bit is set in `set`, as `16 + j`, else `slot`.
+    fn model_source(slots: &[u32; 16], set: u16, slot: u32, range: core::ops::Range<usize>) -> u32 {
+        range.rev().find(|&j| slots[j] == slot && set & (1 << j) != 0).map_or(slot, |j| 16 + j as u32)
+    }
+
+    #[test]
+    fn transposed_setters_give_the_last_setting_lane() {
+        if !crate::arch::avx512_available() {
+            return;
+        }
+        let mut rng = Rng::new(11);
+        for round in 0..2000 {
+            // Few distinct slots in some rounds (long same-slot runs), any in others.
+            let spread = [1, 2, 4, 16][round % 4];
+            let slots: [u32; 16] = core::array::from_fn(|_| rng.below(spread) as u32 * (16 / spread) as u32);
+            let sets = [rng.next_u64() as u16, rng.next_u64() as u16];
+            // SAFETY: the instruction sets are available (checked above).
+            let got = unsafe { resolve(slots, sets) };
+            for (half, &set) in sets.iter().enumerate() {
+                let [setters, up_to, before, last] = got[half];
+                for s in 0..16 {
+                    let lanes = (0..16).filter(|&k| slots[k] == s && set & (1 << k) != 0);
+                    assert_eq!(
+                        setters[s as usize],
+                        lanes.fold(0, |m, k| m | 1 << (16 + k)),
+                        "{slots:?} {set:#x}"
+                    );
+                    assert_eq!(last[s as usize], model_source(&slots, set, s, 0..16), "{slots:?} {set:#x}");
+                }
+                for k in 0..16 {
+                    assert_eq!(up_to[k], model_source(&slots, set, slots[k], 0..k + 1), "{slots:?} {set:#x}");
+                    assert_eq!(before[k], model_source(&slots, set, slots[k], 0..k), "{slots:?} {set:#x}");
+                }
+            }
+        }
+    }
+}
