@@ -3,9 +3,9 @@
 //! The dictionary is the only sequential state, and it can be replayed without a
 //! dependency chain: for each non-zero word the pass [`recurrence`] records the entry the
 //! word is compared with (`prev`) and its slot, then stores the word into its slot, so no
-//! store depends on a load (the AVX-512 path has its own replay, in registers,
-//! `arch::x86_64::avx512::replay`). Zero words are skipped: they leave the dictionary alone and
-//! the kernel tags them ZERO without reading their `prev` or slot. Everything else (tags,
+//! store depends on a load (the AVX-512 path has its own replay, in registers:
+//! `arch::x86_64::avx512::replay`). Zero words are skipped: they leave the dictionary alone
+//! and the kernel tags them ZERO without reading their `prev` or slot. Everything else (tags,
 //! indices, low bits, misses, counts) is data-parallel and done by a per-instruction-set
 //! kernel that left-packs 4 or 8 lanes at a time. The decisions and the stream writer are the
 //! scalar compressor's ([`compress::finish`]), so every path writes the same bytes.

@@ -65,9 +65,9 @@ static SLOT_TABLES: [Bytes64; 4] = {
     tables
 };
 
-/// Byte permute (`vpermt2b`) that lays out the two 16x16 bit matrices (rows: lanes as
-/// 16-bit one-hot slot masks, the miss rows in the first source and the writer rows in
-/// the second) as eight 8x8 blocks, one per 64-bit word: block `q = 4t + 2rh + ch` of
+/// Byte permute (`vpermt2b`) that lays out two 16x16 bit matrices (rows: lanes as 16-bit
+/// slot masks; matrix `t` in source `t`, in the decoder the misses and the writers) as
+/// eight 8x8 blocks, one per 64-bit word: block `q = 4t + 2rh + ch` of
 /// matrix `t` holds the byte `ch` (slots `8ch..8ch + 8`) of lanes `8rh..8rh + 8`, lane
 /// `8rh + r` in byte `7 - r`, the row order `gf2p8affineqb` transposes into bit `r`.
 static ROWS_TO_BLOCKS: Bytes64 = {
@@ -86,8 +86,8 @@ static ROWS_TO_BLOCKS: Bytes64 = {
 };
 
 /// Byte permutes (`vpermb`, bytes 0 and 1 of each 32-bit lane zeroed) from the transposed
-/// blocks to one 32-bit lane per slot `s` of matrix `t` (0: misses, 1: writers): the lanes
-/// that set `s`, lane `k` at bit `16 + k`.
+/// blocks to one 32-bit lane per slot `s` of matrix `t`: the lanes whose row has bit `s`,
+/// lane `k` at bit `16 + k`.
 static BLOCKS_TO_SLOTS: [Bytes64; 2] = {
     let mut tables = [Bytes64([0; 64]), Bytes64([0; 64])];
     let mut t = 0;
@@ -368,9 +368,9 @@ pub(crate) unsafe fn decompress<const W: usize>(
     unsafe { decompress_with::<Avx2, W>(input, s, page, |v, s, page| decode::<W>(v, s, preload, page)) }
 }
 
-/// The compressor's dictionary replay ([`recurrence`](crate::pipeline::recurrence)'s contract), 16 words per
-/// step: each word's `prev` is the last earlier non-zero word of its slot in the group, or
-/// the group's dictionary entry, found as in the decoder (one bit matrix: the non-zero
+/// The compressor's dictionary replay, with the contract of
+/// [`recurrence`](crate::pipeline::recurrence), 16 words per step: each word's `prev` is the
+/// last earlier non-zero word of its slot in the group, or the group's dictionary entry, found as in the decoder (one bit matrix: the non-zero
 /// words). The dictionary travels in `dict[..16]` between calls. Zero words get a `prev`
 /// and a slot too, which the kernels ignore.
 ///
