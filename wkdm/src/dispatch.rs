@@ -26,9 +26,9 @@ pub enum Path {
     Sse41,
     /// x86_64 with AVX2 and BMI2: SIMD compressor and decompressor.
     Avx2,
-    /// x86_64 with AVX2 and BMI2 plus AVX-512 (F, BW, CD, VBMI) and GFNI: the compressor's
-    /// dictionary replay and the decompressor resolve the dictionary 16 words at a time in
-    /// registers; the compressor's classify kernel is the AVX2 one.
+    /// x86_64 with AVX2 and BMI2 plus AVX-512 (F, BW, CD, VL, VBMI, VBMI2) and GFNI: the
+    /// compressor's dictionary replay and the decompressor resolve the dictionary 16 words
+    /// at a time in registers, and the compressor classifies 16 words per step.
     Avx512,
     /// aarch64 with NEON: a SIMD compressor; decompression runs the scalar loop.
     Neon,

@@ -306,7 +306,7 @@ impl<const WORDS: usize> WkdmCodec<WORDS> {
         match self.path {
             #[cfg(target_arch = "x86_64")]
             Path::Avx512 => {
-                Some((arch::x86_64::avx512::replay::<WORDS>, arch::x86_64::avx2::classify::<WORDS>))
+                Some((arch::x86_64::avx512::replay::<WORDS>, arch::x86_64::avx512::classify::<WORDS>))
             }
             #[cfg(target_arch = "x86_64")]
             Path::Avx2 => Some((scalar_replay, arch::x86_64::avx2::classify::<WORDS>)),
@@ -348,7 +348,7 @@ impl<const WORDS: usize> WkdmCodec<WORDS> {
             #[cfg(target_arch = "x86_64")]
             Path::Avx512 => {
                 // SAFETY: `self.path` is only ever set to an available path, so AVX2, BMI2,
-                // POPCNT, AVX-512F/BW/CD/VBMI and GFNI are present.
+                // POPCNT, AVX-512F/BW/CD/VL/VBMI/VBMI2 and GFNI are present.
                 unsafe { arch::x86_64::avx512::decompress::<WORDS>(input, &mut self.scratch, preload, page) }
             }
             _ => decompress::decompress::<WORDS>(input, &mut self.scratch, preload, page),

@@ -112,7 +112,7 @@ pub(crate) fn avx2_available() -> bool {
 }
 
 /// Whether the AVX-512 path can run here (never under Miri): the AVX2 path's features
-/// plus AVX-512F, BW, CD, VBMI and GFNI.
+/// plus AVX-512F, BW, CD, VL, VBMI, VBMI2 and GFNI.
 pub(crate) fn avx512_available() -> bool {
     if cfg!(miri) || !avx2_available() {
         return false;
@@ -122,7 +122,9 @@ pub(crate) fn avx512_available() -> bool {
         std::is_x86_feature_detected!("avx512f")
             && std::is_x86_feature_detected!("avx512bw")
             && std::is_x86_feature_detected!("avx512cd")
+            && std::is_x86_feature_detected!("avx512vl")
             && std::is_x86_feature_detected!("avx512vbmi")
+            && std::is_x86_feature_detected!("avx512vbmi2")
             && std::is_x86_feature_detected!("gfni")
             && std::is_x86_feature_detected!("popcnt")
     }
@@ -132,7 +134,9 @@ pub(crate) fn avx512_available() -> bool {
             target_feature = "avx512f",
             target_feature = "avx512bw",
             target_feature = "avx512cd",
+            target_feature = "avx512vl",
             target_feature = "avx512vbmi",
+            target_feature = "avx512vbmi2",
             target_feature = "gfni",
             target_feature = "popcnt"
         ))
