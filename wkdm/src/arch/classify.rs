@@ -50,22 +50,26 @@ pub(crate) unsafe fn classify<V: Lanes, const W: usize>(
             low_bits |= hit << (V::LANES * step);
             high_bits |= (miss | exact) << (V::LANES * step);
             // SAFETY: m, p, h <= i <= W - LANES before these stores, and each array has
-            // SLACK >= 16 items after its W items, so every store (LANES <= 8 items, 8
-            // bytes) stays inside; `slots` has 16 readable bytes at i <= W too.
+            // SLACK >= 16 items after its W items, so every store (LANES <= 16 items) stays
+            // inside; `slots` has 16 readable bytes at i <= W too.
             unsafe {
                 w.store_packed(miss, misses.add(m));
                 w.store_packed_lows(partial, lows.add(p));
                 V::store_packed_bytes(s.slots.as_ptr().add(i), hit, indices.add(h));
             }
+            if early_abort && i < EARLY_ABORT_WORDS && EARLY_ABORT_WORDS <= i + V::LANES {
+                // The counts after word 104: this step's lanes before it (all of them unless
+                // LANES does not divide 104, as 16 does not).
+                let before = (1u32 << (EARLY_ABORT_WORDS - i)) - 1;
+                let up_to = |mask: u32, count: usize| count + (mask & before).count_ones() as usize;
+                let at = Counts { misses: up_to(miss, m), hits: up_to(hit, h), partials: up_to(partial, p) };
+                if pipeline::aborts_early(at) {
+                    return KernelResult::EarlyAbort;
+                }
+            }
             m += miss.count_ones() as usize;
             h += hit.count_ones() as usize;
             p += partial.count_ones() as usize;
-            if early_abort
-                && i + V::LANES == EARLY_ABORT_WORDS
-                && pipeline::aborts_early(Counts { misses: m, hits: h, partials: p })
-            {
-                return KernelResult::EarlyAbort;
-            }
         }
         // SAFETY: the caller guarantees the instruction set.
         let tag_word = unsafe { V::tag_word(low_bits, high_bits) };

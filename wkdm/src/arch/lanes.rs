@@ -1,8 +1,8 @@
 //! [`Lanes`]: what each instruction set provides to the SIMD kernels.
 //!
-//! Each instruction set (AVX2, SSE4.1, NEON) only says how to load, compare, left-pack and
-//! expand a vector of words; the kernels ([`super::classify`], [`super::expand`]) are
-//! written once over these traits. The kernels and the [`Lanes`] methods are `#[inline(always)]`:
+//! Each instruction set (AVX-512, AVX2, SSE4.1, NEON) only says how to load, compare,
+//! left-pack and expand a vector of words; the kernels ([`super::classify`],
+//! [`super::expand`]) are written once over these traits. The kernels and the [`Lanes`] methods are `#[inline(always)]`:
 //! each instruction set's `#[target_feature]` entry point instantiates a kernel, and
 //! everything compiles into that one function with its features enabled (the memchr
 //! pattern).
@@ -14,8 +14,7 @@
 /// Every method may use the instruction set's intrinsics: call them only where the CPU has
 /// it (in practice, from that instruction set's `#[target_feature]` kernel).
 pub(crate) trait Lanes: Copy {
-    /// Words per vector: 4 or 8 (a divisor of 16 and of
-    /// [`EARLY_ABORT_WORDS`](crate::format::EARLY_ABORT_WORDS)).
+    /// Words per vector: 4, 8 or 16 (a divisor of 16).
     const LANES: usize;
 
     /// Loads `LANES` little-endian words.
@@ -52,7 +51,7 @@ pub(crate) trait Lanes: Copy {
     ///
     /// # Safety
     ///
-    /// `src` is valid for reads of 16 bytes and `dst` for writes of 8.
+    /// `src` is valid for reads of 16 bytes and `dst` for writes of 16.
     unsafe fn store_packed_bytes(src: *const u8, mask: u32, dst: *mut u8);
 
     /// The stream tag word of 16 words from their tag-bit masks (see

@@ -77,7 +77,7 @@ impl Lanes for Neon {
 
     #[inline(always)]
     unsafe fn store_packed_bytes(src: *const u8, mask: u32, dst: *mut u8) {
-        // SAFETY: the caller guarantees 16 readable and 4 (of 8) writable bytes and NEON;
+        // SAFETY: the caller guarantees 16 readable and 4 (of 16) writable bytes and NEON;
         // mask < 16 indexes the table, a 16-byte load of a [u8; 16].
         unsafe {
             let control = vld1q_u8(LEFT_PACK_BYTES[(mask & 15) as usize].as_ptr());

@@ -1,6 +1,6 @@
 //! AVX-512 (F, BW, CD, VL, VBMI, VBMI2) + GFNI: a decoder and the compressor's dictionary
 //! replay, both resolving the dictionary 16 words at a time in registers, so no word waits
-//! on a store to memory; and a 16-lane classify kernel for the compressor.
+//! on a store to memory; and the 16-lane [`Lanes`] of the compressor's classify kernel.
 //!
 //! The dictionary is the only sequential state of a decode, and its 16 entries fit one
 //! 512-bit register. Each entry's upper 22 bits come from the last MISS word of its slot
@@ -34,19 +34,20 @@
 //! The compressor's replay ([`replay`]) is the same resolution with one bit matrix (every
 //! non-zero word sets its entry) and the strictly earlier lanes. It took the compressor
 //! from 1872 to 1352-1378 ticks per python page and from 2262 to 1404 per node page (C LZ4
-//! 5252-5564 in the same runs). The classify kernel ([`classify`]) then took it to
-//! 1222-1248 on both corpora.
+//! 5252-5564 in the same runs). The shared classify kernel at 16 lanes ([`Avx512`]) then
+//! took it to 1222-1248 on both corpora.
 
 use core::arch::x86_64::*;
 use core::ops::Range;
 
 use crate::compress::Counts;
 use crate::decompress::{Validated, decompress_with};
-use crate::format::{self, EARLY_ABORT_WORDS, LOW_MASK, SLOT};
-use crate::pipeline::{self, KernelResult};
+use crate::format::{self, LOW_MASK, SLOT};
+use crate::pipeline::KernelResult;
 use crate::scratch::Scratch;
 use pagecodec::DecompressError;
 
+use super::super::classify;
 use super::super::lanes::Lanes;
 use super::avx2::Avx2;
 
@@ -418,12 +419,75 @@ pub(crate) unsafe fn replay<const W: usize>(
     }
 }
 
-/// The classify kernel ([`Kernel`](crate::pipeline::Kernel)'s contract, as
-/// [`classify::classify`](crate::arch::classify::classify) with 16 lanes): one step per
-/// 16-word group, masks in mask registers, and `vpcompressd` / `vpcompressb` (register
-/// forms, then a store) for the misses, low bits and indices. The shared kernel cannot
-/// take 16 lanes: its early abort is checked where a step ends at word 104, which is not a
-/// multiple of 16, so here it counts the first 8 lanes of the group holding that word.
+/// Sixteen words in an AVX-512 register: the compressor's classify kernel
+/// ([`classify::classify`]) at 16 lanes, with masks from compares into mask registers and
+/// left-packs by the register forms of `vpcompressd` and `vpcompressb`.
+#[derive(Clone, Copy)]
+pub(crate) struct Avx512(__m512i);
+
+impl Lanes for Avx512 {
+    const LANES: usize = 16;
+
+    #[inline(always)]
+    unsafe fn load(src: *const u8) -> Self {
+        // SAFETY: the caller guarantees 64 readable bytes and AVX-512F.
+        Avx512(unsafe { _mm512_loadu_si512(src.cast()) })
+    }
+
+    #[inline(always)]
+    unsafe fn zero_lanes(self) -> u32 {
+        // SAFETY: the caller guarantees AVX-512F.
+        u32::from(unsafe { _mm512_testn_epi32_mask(self.0, self.0) })
+    }
+
+    #[inline(always)]
+    unsafe fn equal_lanes(self, other: Self) -> u32 {
+        // SAFETY: the caller guarantees AVX-512F.
+        u32::from(unsafe { _mm512_cmpeq_epi32_mask(self.0, other.0) })
+    }
+
+    #[inline(always)]
+    unsafe fn same_upper_lanes(self, other: Self) -> u32 {
+        // SAFETY: the caller guarantees AVX-512F.
+        unsafe {
+            let near = _mm512_srli_epi32::<10>(_mm512_xor_si512(self.0, other.0));
+            u32::from(_mm512_testn_epi32_mask(near, near))
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn store_packed(self, mask: u32, dst: *mut u32) {
+        // SAFETY: the caller guarantees 16 writable words and AVX-512F; `mask` has 16 bits.
+        unsafe { _mm512_storeu_si512(dst.cast(), _mm512_maskz_compress_epi32(mask as u16, self.0)) }
+    }
+
+    #[inline(always)]
+    unsafe fn store_packed_lows(self, mask: u32, dst: *mut u16) {
+        // SAFETY: the caller guarantees 16 writable items (32 bytes) and AVX-512F.
+        unsafe {
+            let lows = _mm512_and_si512(self.0, _mm512_set1_epi32(LOW_MASK as i32));
+            let packed = _mm512_maskz_compress_epi32(mask as u16, lows);
+            _mm256_storeu_si256(dst.cast(), _mm512_cvtepi32_epi16(packed));
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn store_packed_bytes(src: *const u8, mask: u32, dst: *mut u8) {
+        // SAFETY: the caller guarantees 16 readable and 16 writable bytes, AVX-512VL and
+        // VBMI2.
+        unsafe {
+            _mm_storeu_si128(dst.cast(), _mm_maskz_compress_epi8(mask as u16, _mm_loadu_si128(src.cast())))
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn tag_word(low: u32, high: u32) -> u32 {
+        // SAFETY: the caller guarantees BMI2, all that AVX2's version uses.
+        unsafe { Avx2::tag_word(low, high) }
+    }
+}
+
+/// The AVX-512 instance of [`classify::classify`], 16 lanes at a time.
 ///
 /// # Safety
 ///
@@ -436,46 +500,8 @@ pub(crate) unsafe fn classify<const W: usize>(
     groups: Range<usize>,
     counts: Counts,
 ) -> KernelResult {
-    assert!(page.len() == 4 * W && groups.end <= W / 16);
-    const ABORT_GROUP: usize = EARLY_ABORT_WORDS / 16;
-    const ABORT_LANES: u32 = (1 << (EARLY_ABORT_WORDS % 16)) - 1;
-    let (mut m, mut h, mut p) = (counts.misses, counts.hits, counts.partials);
-    // SAFETY: the instruction sets are enabled here. For group g, i = 16g <= W - 16: the
-    // loads read words i..i + 16 of the page and of `prev` and bytes i..i + 16 of `slots`;
-    // m, h, p <= i before the group's stores, which write 16 items each into arrays with
-    // SLACK = 16 items after their W.
-    unsafe {
-        let low_mask = _mm512_set1_epi32(LOW_MASK as i32);
-        for group in groups {
-            let i = 16 * group;
-            let w = _mm512_loadu_si512(page.as_ptr().add(4 * i).cast());
-            let d = _mm512_loadu_si512(s.prev.as_ptr().add(i).cast());
-            let nonzero = _mm512_test_epi32_mask(w, w);
-            let exact = _mm512_mask_cmpeq_epi32_mask(nonzero, w, d);
-            let near = _mm512_srli_epi32::<10>(_mm512_xor_si512(w, d));
-            let hit = _mm512_mask_testn_epi32_mask(nonzero, near, near);
-            let (partial, miss) = (hit & !exact, nonzero & !hit);
-            _mm512_storeu_si512(s.misses.as_mut_ptr().add(m).cast(), _mm512_maskz_compress_epi32(miss, w));
-            let lows = _mm512_maskz_compress_epi32(partial, _mm512_and_si512(w, low_mask));
-            _mm256_storeu_si256(s.lows.as_mut_ptr().add(p).cast(), _mm512_cvtepi32_epi16(lows));
-            let slots = _mm_loadu_si128(s.slots.as_ptr().add(i).cast());
-            _mm_storeu_si128(s.indices.as_mut_ptr().add(h).cast(), _mm_maskz_compress_epi8(hit, slots));
-            if early_abort && group == ABORT_GROUP {
-                let lanes = |mask: u16| (u32::from(mask) & ABORT_LANES).count_ones() as usize;
-                let at_104 =
-                    Counts { misses: m + lanes(miss), hits: h + lanes(hit), partials: p + lanes(partial) };
-                if pipeline::aborts_early(at_104) {
-                    return KernelResult::EarlyAbort;
-                }
-            }
-            m += miss.count_ones() as usize;
-            h += hit.count_ones() as usize;
-            p += partial.count_ones() as usize;
-            let tag_word = Avx2::tag_word(u32::from(hit), u32::from(miss | exact));
-            s.tags[4 * group..4 * group + 4].copy_from_slice(&tag_word.to_le_bytes());
-        }
-    }
-    KernelResult::Done(Counts { misses: m, hits: h, partials: p })
+    // SAFETY: the instruction sets `Avx512` uses are enabled here.
+    unsafe { classify::classify::<Avx512, W>(page, s, early_abort, groups, counts) }
 }
 
 #[cfg(test)]
