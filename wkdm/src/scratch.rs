@@ -82,7 +82,7 @@ pub(crate) struct Scratch<const W: usize> {
     /// AVX2 decoder: per word, the bits of its dictionary entry it keeps (by tag).
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(crate) keeps: [u32; W],
-    /// SIMD decoders: the slot of each missed word, with slack for 8-byte loads.
+    /// AVX2 decoder: the slot of each missed word, with slack for 8-byte loads.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(crate) miss_slots: Padded<u8, W>,
 }

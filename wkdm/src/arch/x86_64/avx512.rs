@@ -166,6 +166,7 @@ struct Consts {
     rows_to_blocks: __m512i,
     to_slots: [__m512i; 2],
     lane_bit: __m512i,
+    low_byte: __m512i,
     unit: __m512i,
     one: __m512i,
     k31: __m512i,
@@ -184,6 +185,7 @@ impl Consts {
                 rows_to_blocks: load(&ROWS_TO_BLOCKS),
                 to_slots: [load(&BLOCKS_TO_SLOTS[0]), load(&BLOCKS_TO_SLOTS[1])],
                 lane_bit: load(&LANE_BIT),
+                low_byte: _mm512_set1_epi32(0xFF),
                 unit: _mm512_set1_epi64(UNIT_BYTES as i64),
                 one: _mm512_set1_epi32(1),
                 k31: _mm512_set1_epi32(31),
@@ -191,9 +193,9 @@ impl Consts {
         }
     }
 
-    /// Byte 0 of each lane: `SLOT[(w >> 10) & 0xFF]` of the lane's word `w` (the other
-    /// bytes are not defined). `vpermt2b` reads 7 index bits, so bit 7 picks one of two
-    /// 128-entry lookups.
+    /// Each lane's slot: `SLOT[(w >> 10) & 0xFF]` of the lane's word `w`. `vpermt2b` reads 7
+    /// index bits, so bit 7 picks one of two 128-entry lookups (into byte 0 of each lane;
+    /// the mask clears the others).
     ///
     /// # Safety
     ///
@@ -205,7 +207,8 @@ impl Consts {
             let hash = _mm512_srli_epi32::<10>(words);
             let first_half = _mm512_permutex2var_epi8(self.slot_tables[0], hash, self.slot_tables[1]);
             let second_half = _mm512_permutex2var_epi8(self.slot_tables[2], hash, self.slot_tables[3]);
-            _mm512_mask_blend_epi8(_mm512_movepi8_mask(hash), first_half, second_half)
+            let looked_up = _mm512_mask_blend_epi8(_mm512_movepi8_mask(hash), first_half, second_half);
+            _mm512_and_si512(looked_up, self.low_byte)
         }
     }
 
@@ -300,7 +303,6 @@ unsafe fn decode<const W: usize>(v: Validated<'_>, s: &Scratch<W>, preload: u32,
         let c = Consts::load();
         let up_to_lane = load(&UP_TO_LANE);
         let high_bits = _mm512_set1_epi32(!LOW_MASK as i32);
-        let nibble = _mm512_set1_epi32(15);
         let mut dict = _mm512_set1_epi32(preload as i32);
         for (tag_word, out) in v.tags.chunks_exact(4).zip(page.chunks_exact_mut(64)) {
             let tags = format::sequential_tags(format::le32(tag_word));
@@ -329,7 +331,7 @@ unsafe fn decode<const W: usize>(v: Validated<'_>, s: &Scratch<W>, preload: u32,
             // Each lane's stream value: the miss, the low bits, or 0.
             let values = _mm512_or_si512(missed, low_bits);
             // Slots: the index, or the miss's hashed slot.
-            let slots = _mm512_mask_and_epi32(index, miss, c.hashed_slots(missed), nibble);
+            let slots = _mm512_mask_mov_epi32(index, miss, c.hashed_slots(missed));
             let slot_bits = _mm512_sllv_epi32(c.one, slots);
 
             // Per slot, the lanes that set its upper bits (misses) and its low bits (misses
@@ -398,12 +400,11 @@ pub(crate) unsafe fn replay<const W: usize>(
     unsafe {
         let c = Consts::load();
         let before_lane = load(&BEFORE_LANE);
-        let nibble = _mm512_set1_epi32(15);
         let mut entries = _mm512_loadu_si512(dict.as_ptr().cast());
         for i in words.step_by(16) {
             let group = _mm512_loadu_si512(page.as_ptr().add(4 * i).cast());
             let nonzero = _mm512_test_epi32_mask(group, group);
-            let group_slots = _mm512_and_si512(c.hashed_slots(group), nibble);
+            let group_slots = c.hashed_slots(group);
             let slot_bits = _mm512_sllv_epi32(c.one, group_slots);
             let rows = _mm512_maskz_mov_epi32(nonzero, slot_bits);
             let [setters, _] = c.setters([rows, rows]);
@@ -522,12 +523,11 @@ mod tests {
         unsafe { core::mem::transmute(words) }
     }
 
-    /// `Consts::hashed_slots` (byte 0 of each lane) of 16 words.
+    /// `Consts::hashed_slots` of 16 words.
     #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
-    fn hashed(words: [u32; 16]) -> [u8; 16] {
+    fn hashed(words: [u32; 16]) -> [u32; 16] {
         // SAFETY: the instruction sets are enabled here.
-        let slots = lanes(unsafe { Consts::load().hashed_slots(vector(words)) });
-        slots.map(|s| s as u8)
+        lanes(unsafe { Consts::load().hashed_slots(vector(words)) })
     }
 
     /// Per half (miss rows, writer rows): `Consts::setters`, then `Consts::source` with the
@@ -566,7 +566,7 @@ mod tests {
             // SAFETY: AVX-512 F, BW and VBMI are available (checked above).
             let got = unsafe { hashed(words) };
             for k in 0..16 {
-                assert_eq!(usize::from(got[k]), format::slot(words[k]), "hash {}", first as usize + k);
+                assert_eq!(got[k] as usize, format::slot(words[k]), "hash {}", first as usize + k);
             }
         }
     }
