@@ -35,7 +35,7 @@
 //! non-zero word sets its entry) and the strictly earlier lanes. It took the compressor
 //! from 1872 to 1352-1378 ticks per python page and from 2262 to 1404 per node page (C LZ4
 //! 5252-5564 in the same runs). The shared classify kernel at 16 lanes ([`Avx512`]) then
-//! took it to 1222-1248 on both corpora.
+//! took it to 1092-1144 on both corpora.
 
 use core::arch::x86_64::*;
 use core::ops::Range;
