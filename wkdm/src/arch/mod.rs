@@ -71,80 +71,45 @@ const fn left_pack_table(lane_bytes: usize) -> [[u8; 16]; 16] {
     table
 }
 
-/// Whether the SSE4.1 path can run here (never under Miri, which does not run SIMD).
+/// Whether every named x86_64 feature is present: detected at run time under `std`, taken
+/// from the compile-time target features without it; `false` on other architectures and
+/// under Miri, which does not run SIMD.
+macro_rules! x86_features {
+    ($($feature:tt),+) => {{
+        #[cfg(all(target_arch = "x86_64", feature = "std", not(miri)))]
+        let present = true $(&& std::is_x86_feature_detected!($feature))+;
+        #[cfg(all(target_arch = "x86_64", not(feature = "std"), not(miri)))]
+        let present = true $(&& cfg!(target_feature = $feature))+;
+        #[cfg(any(not(target_arch = "x86_64"), miri))]
+        let present = false;
+        present
+    }};
+}
+
+/// Whether the SSE4.1 path can run here.
 pub(crate) fn sse41_available() -> bool {
-    if cfg!(miri) {
-        return false;
-    }
-    #[cfg(all(target_arch = "x86_64", feature = "std"))]
-    {
-        std::is_x86_feature_detected!("sse4.1")
-            && std::is_x86_feature_detected!("ssse3")
-            && std::is_x86_feature_detected!("popcnt")
-    }
-    #[cfg(all(target_arch = "x86_64", not(feature = "std")))]
-    {
-        cfg!(all(target_feature = "sse4.1", target_feature = "ssse3", target_feature = "popcnt"))
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    x86_features!("sse4.1", "ssse3", "popcnt")
 }
 
-/// Whether the AVX2 path can run here (never under Miri).
+/// Whether the AVX2 path can run here.
 pub(crate) fn avx2_available() -> bool {
-    if cfg!(miri) {
-        return false;
-    }
-    #[cfg(all(target_arch = "x86_64", feature = "std"))]
-    {
-        std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("bmi2")
-    }
-    #[cfg(all(target_arch = "x86_64", not(feature = "std")))]
-    {
-        cfg!(all(target_feature = "avx2", target_feature = "bmi2"))
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    x86_features!("avx2", "bmi2")
 }
 
-/// Whether the AVX-512 path can run here (never under Miri): the AVX2 path's features
-/// plus AVX-512F, BW, CD, VL, VBMI, VBMI2 and GFNI.
+/// Whether the AVX-512 path can run here: the AVX2 path's features plus POPCNT, AVX-512F,
+/// BW, CD, VL, VBMI, VBMI2 and GFNI.
 pub(crate) fn avx512_available() -> bool {
-    if cfg!(miri) || !avx2_available() {
-        return false;
-    }
-    #[cfg(all(target_arch = "x86_64", feature = "std"))]
-    {
-        std::is_x86_feature_detected!("avx512f")
-            && std::is_x86_feature_detected!("avx512bw")
-            && std::is_x86_feature_detected!("avx512cd")
-            && std::is_x86_feature_detected!("avx512vl")
-            && std::is_x86_feature_detected!("avx512vbmi")
-            && std::is_x86_feature_detected!("avx512vbmi2")
-            && std::is_x86_feature_detected!("gfni")
-            && std::is_x86_feature_detected!("popcnt")
-    }
-    #[cfg(all(target_arch = "x86_64", not(feature = "std")))]
-    {
-        cfg!(all(
-            target_feature = "avx512f",
-            target_feature = "avx512bw",
-            target_feature = "avx512cd",
-            target_feature = "avx512vl",
-            target_feature = "avx512vbmi",
-            target_feature = "avx512vbmi2",
-            target_feature = "gfni",
-            target_feature = "popcnt"
-        ))
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    avx2_available()
+        && x86_features!(
+            "popcnt",
+            "avx512f",
+            "avx512bw",
+            "avx512cd",
+            "avx512vl",
+            "avx512vbmi",
+            "avx512vbmi2",
+            "gfni"
+        )
 }
 
 /// Whether the NEON path can run here (NEON is part of the aarch64 baseline; never under
