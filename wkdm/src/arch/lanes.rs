@@ -2,10 +2,10 @@
 //!
 //! Each instruction set (AVX-512, AVX2, SSE4.1, NEON) only says how to load, compare,
 //! left-pack and expand a vector of words; the kernels ([`super::classify`],
-//! [`super::expand`]) are written once over these traits. The kernels and the [`Lanes`] methods are `#[inline(always)]`:
-//! each instruction set's `#[target_feature]` entry point instantiates a kernel, and
-//! everything compiles into that one function with its features enabled (the memchr
-//! pattern).
+//! [`super::expand`]) are written once over these traits. The kernels and the [`Lanes`]
+//! methods are `#[inline(always)]`: each instruction set's `#[target_feature]` entry point
+//! instantiates a kernel, and everything compiles into that one function with its features
+//! enabled (the memchr pattern).
 
 /// A vector of [`Lanes::LANES`] 32-bit words of one instruction set.
 ///

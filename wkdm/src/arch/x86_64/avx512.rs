@@ -24,9 +24,9 @@
 //! The only loop-carried dependency is the dictionary register: two permutes and one
 //! `vpternlogd` per 16 words.
 //!
-//! On 3000 captured pages per corpus (pagebench, median TSC ticks) it decodes python pages
-//! in 1222 ticks and node pages in 1222, against 2288 / 2834 for the AVX2 decoder and 1352-1456
-//! / 1326-1378 for C LZ4 in the same runs.
+//! On 3000 captured pages per corpus (pagebench, median TSC ticks,
+//! `benches/results/corpus-runs.txt`) it decodes python and node pages in 1196 ticks each,
+//! against 2288 / 2808 for the AVX2 decoder and 1404 / 1352 for C LZ4 in the same run.
 //!
 //! Validation is shared with the AVX2 path ([`Avx2`]'s [`Unpack`](crate::decompress::Unpack)
 //! loops).
@@ -377,9 +377,10 @@ pub(crate) unsafe fn decompress<const W: usize>(
 
 /// The compressor's dictionary replay, with the contract of
 /// [`recurrence`](crate::pipeline::recurrence), 16 words per step: each word's `prev` is the
-/// last earlier non-zero word of its slot in the group, or the group's dictionary entry, found as in the decoder (one bit matrix: the non-zero
-/// words). The dictionary travels in `dict[..16]` between calls. Zero words get a `prev`
-/// and a slot too, which the kernels ignore.
+/// last earlier non-zero word of its slot in the group, or the group's dictionary entry,
+/// found as in the decoder with one bit matrix (the non-zero words; `setters` lays out two,
+/// and the second, a copy, is not used). The dictionary travels in `dict[..16]` between
+/// calls. Zero words get a `prev` and a slot too, which the kernels ignore.
 ///
 /// # Safety
 ///
