@@ -25,8 +25,8 @@
 //! `vpternlogd` per 16 words.
 //!
 //! On 3000 captured pages per corpus (pagebench, median TSC ticks,
-//! `benches/results/corpus-runs.txt`) it decodes python and node pages in 1196 ticks each,
-//! against 2288 / 2808 for the AVX2 decoder and 1404 / 1352 for C LZ4 in the same run.
+//! `benches/results/corpus-runs.txt`) it decodes python and node pages in 1170 and 1196
+//! ticks, against 2236 / 2782 for the AVX2 decoder and 1378 / 1326 for C LZ4 in the same run.
 //!
 //! Validation is shared with the AVX2 path ([`Avx2`]'s [`Unpack`](crate::decompress::Unpack)
 //! loops).
