@@ -500,12 +500,12 @@ const INLINE_FILL_MAX: usize = 256;
 /// Writes `n` bytes of `byte` at `to`: up to [`INLINE_FILL_MAX`] in 16-byte blocks (rounded
 /// up), longer runs exactly, by `memset`.
 ///
-/// Why both: a `memset` call costs more than a few inline stores, and the LZO-RLE zero-run
-/// tokens of real pages are mostly short. LLVM turns a plain store loop into a `memset`
-/// call, so the loop hides each block's address behind [`opaque`]. Long runs (distance-1
-/// matches of hundreds of bytes, pages ending in zeros) go to `memset`, whose wider stores
-/// win there. Against the plain loop, which compiled to `memset` for every run, `lzo-rle`
-/// decodes real pages 3-5% faster and `lzo` is unchanged (SPEC.md section 5).
+/// Why both: on a short run a `memset` call costs more than a few inline stores, and LLVM
+/// turns a plain store loop into such a call, so the loop hides each block's address behind
+/// [`opaque`]. Long runs (distance-1 matches of hundreds of bytes, pages ending in zeros) go
+/// to `memset`, whose wider stores win there. Against the plain loop, which compiled to
+/// `memset` for every run, `lzo-rle` decodes real pages 3-9% faster and `lzo` is unchanged
+/// (SPEC.md section 5).
 ///
 /// # Safety
 ///
@@ -539,9 +539,8 @@ unsafe fn copy_match(to: *mut u8, dist: usize, len: usize) {
     // SAFETY: every write is below to + max(32, len rounded up to 16) (16-byte blocks from
     // 0 while below len, at least two; 8-byte blocks from 0 while below len; `fill_wide`'s
     // 16-byte blocks or exact fill; bytes below 14 then 8-byte blocks starting below len:
-    // len + 7), and
-    // every read at least `dist` (or `step >= dist`) bytes before the write it feeds, so
-    // inside the output and written.
+    // len + 7), and every read at least `dist` (or `step >= dist`) bytes before the write it
+    // feeds, so inside the output and written.
     unsafe {
         let from = to.sub(dist);
         if dist >= 16 {
