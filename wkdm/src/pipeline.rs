@@ -7,8 +7,8 @@
 //! `arch::x86_64::avx512::replay`). Zero words are skipped: they leave the dictionary alone
 //! and the kernel tags them ZERO without reading their `prev` or slot. Everything else (tags,
 //! indices, low bits, misses, counts) is data-parallel and done by a per-instruction-set
-//! kernel that left-packs 4 or 8 lanes at a time. The decisions and the stream writer are the
-//! scalar compressor's ([`compress::finish`]), so every path writes the same bytes.
+//! kernel that left-packs 4, 8 or 16 lanes at a time. The decisions and the stream writer are
+//! the scalar compressor's ([`compress::finish`]), so every path writes the same bytes.
 
 use pagecodec::CompressError;
 
