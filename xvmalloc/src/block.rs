@@ -6,12 +6,20 @@
 //! | bits | field |
 //! |---|---|
 //! | 0..15 | block size in units (header included) |
-//! | 15..30 | size of the physically previous block in units (0 for the first block) |
+//! | 15..30 | zero |
+//! | 30 | PREV_FREE: the physically previous block is free |
 //! | 31 | FREE |
 //!
 //! An allocated block holds the payload right after the header. A free block holds the
 //! free-list links after the header: `next` at byte 4 and `prev` at byte 8, each a pool
-//! address (u32, [`NIL`] = none). Hence the smallest block is 2 units (16 bytes).
+//! address (u32, [`NIL`] = none), and its size in units again in its last 4 bytes (the
+//! footer). Hence the smallest block is 2 units (16 bytes).
+//!
+//! Why a flag and a footer rather than the previous block's size in every header: `free`
+//! reads the word in front of its own header, usually in the same cache line, only when
+//! the flag says the previous block can be merged, instead of always reading the previous
+//! block's header somewhere else in the chunk; and splitting a free block writes the
+//! remainder's footer instead of reading and rewriting the following block's header.
 
 /// Allocation granularity in bytes.
 pub(crate) const UNIT: usize = 8;
@@ -22,8 +30,8 @@ pub(crate) const MIN_UNITS: u32 = 2;
 /// "No block" in links and list heads.
 pub(crate) const NIL: u32 = u32::MAX;
 
-const SIZE_BITS: u32 = 15;
-const SIZE_MASK: u32 = (1 << SIZE_BITS) - 1;
+const SIZE_MASK: u32 = (1 << 15) - 1;
+const PREV_FREE_BIT: u32 = 1 << 30;
 const FREE_BIT: u32 = 1 << 31;
 
 /// Units needed for an object of `len` bytes (header and rounding included).
@@ -38,25 +46,44 @@ pub(crate) const fn units_for(len: usize) -> u32 {
 pub(crate) struct Header(u32);
 
 impl Header {
+    /// Stands for "no block" beyond a chunk's edge: neither free nor preceded by a free block.
+    pub(crate) const EDGE: Header = Header(0);
+
+    /// An allocated block of `size` units whose previous block is not free.
     #[inline]
-    pub(crate) const fn new(size: u32, prev: u32, free: bool) -> Self {
-        Header(size | prev << SIZE_BITS | if free { FREE_BIT } else { 0 })
+    pub(crate) const fn allocated(size: u32) -> Self {
+        Header(size)
+    }
+    /// A free block of `size` units; its previous block is never free (free blocks merge).
+    #[inline]
+    pub(crate) const fn free(size: u32) -> Self {
+        Header(size | FREE_BIT)
     }
     #[inline]
     pub(crate) const fn size(self) -> u32 {
         self.0 & SIZE_MASK
     }
     #[inline]
-    pub(crate) const fn prev(self) -> u32 {
-        (self.0 >> SIZE_BITS) & SIZE_MASK
-    }
-    #[inline]
     pub(crate) const fn is_free(self) -> bool {
         self.0 & FREE_BIT != 0
     }
+    /// Whether the physically previous block is free (and has a footer).
     #[inline]
-    pub(crate) const fn with_prev(self, prev: u32) -> Self {
-        Header(self.0 & !(SIZE_MASK << SIZE_BITS) | prev << SIZE_BITS)
+    pub(crate) const fn prev_free(self) -> bool {
+        self.0 & PREV_FREE_BIT != 0
+    }
+    #[inline]
+    pub(crate) const fn with_prev_free(self, prev_free: bool) -> Self {
+        Header(if prev_free { self.0 | PREV_FREE_BIT } else { self.0 & !PREV_FREE_BIT })
+    }
+    /// The same block marked free (flag only: no links or footer are written).
+    #[inline]
+    pub(crate) const fn marked_free(self) -> Self {
+        Header(self.0 | FREE_BIT)
+    }
+    /// Bits 15..30, which the pool always leaves zero.
+    pub(crate) const fn reserved_bits(self) -> u32 {
+        self.0 & !(SIZE_MASK | PREV_FREE_BIT | FREE_BIT)
     }
     #[inline]
     pub(crate) const fn bits(self) -> u32 {
@@ -66,6 +93,20 @@ impl Header {
     pub(crate) const fn from_bits(bits: u32) -> Self {
         Header(bits)
     }
+}
+
+/// Byte offset of the footer of the block at byte `at` of `size` units: its last 4 bytes.
+#[inline(always)]
+pub(crate) const fn footer_at(at: usize, size: u32) -> usize {
+    at + size as usize * UNIT - HEADER
+}
+
+/// Writes the header and footer of a free block of `size` units at byte `at` of `buf`
+/// (its links are the caller's).
+#[inline(always)]
+pub(crate) fn write_free_block(buf: &mut [u8], at: usize, size: u32) {
+    write_u32(buf, at, Header::free(size).bits());
+    write_u32(buf, footer_at(at, size), size);
 }
 
 /// Reads the little-endian u32 at byte `at` of a chunk.
@@ -119,15 +160,28 @@ mod tests {
 
     #[test]
     fn header_fields_round_trip() {
-        for (size, prev, free) in
-            [(2, 0, false), (8192, 8190, true), (513, 2, true), (SIZE_MASK, SIZE_MASK, false)]
-        {
-            let h = Header::new(size, prev, free);
-            assert_eq!((h.size(), h.prev(), h.is_free()), (size, prev, free));
-            assert_eq!(Header::from_bits(h.bits()), h);
-            let h2 = h.with_prev(7);
-            assert_eq!((h2.size(), h2.prev(), h2.is_free()), (size, 7, free));
+        for size in [2, 513, 8192, SIZE_MASK] {
+            for (h, free) in [(Header::allocated(size), false), (Header::free(size), true)] {
+                assert_eq!((h.size(), h.is_free(), h.prev_free()), (size, free, false));
+                assert_eq!(Header::from_bits(h.bits()), h);
+                let h2 = h.with_prev_free(true);
+                assert_eq!((h2.size(), h2.is_free(), h2.prev_free()), (size, free, true));
+                assert_eq!(h2.with_prev_free(false), h);
+                let h3 = h2.marked_free();
+                assert_eq!((h3.size(), h3.is_free(), h3.prev_free()), (size, true, true));
+            }
         }
+        assert_eq!((Header::EDGE.is_free(), Header::EDGE.prev_free()), (false, false));
+    }
+
+    #[test]
+    fn a_free_block_ends_with_its_size() {
+        let mut buf = [0xEEu8; 32];
+        write_free_block(&mut buf, 8, 3);
+        assert_eq!(Header::from_bits(read_u32(&buf, 8)), Header::free(3));
+        assert_eq!(footer_at(8, 3), 28);
+        assert_eq!(read_u32(&buf, 28), 3);
+        assert_eq!(buf[12..28], [0xEE; 16], "links and the rest are the caller's");
     }
 
     #[test]

@@ -1,18 +1,19 @@
 //! A full consistency check of the pool's structures, for tests and fuzzing.
 
 use crate::PageSource;
-use crate::block::{NIL, units_for};
+use crate::block::{NIL, footer_at, units_for};
 use crate::classes::{CLASSES, class_of};
 use crate::pool::Pool;
 
 impl<S: PageSource> Pool<S> {
     /// Walks every chunk, free list and slot and checks that they agree; O(size of the pool).
     ///
-    /// Checked: blocks tile each chunk exactly with correct previous-size fields; no two free
-    /// blocks are adjacent; every free block is listed exactly once, in its class, with
-    /// consistent links and bitmap bits; every live slot points at the start of an allocated
-    /// block of the right size and each allocated block has exactly one slot; per-chunk and
-    /// pool counters match. Meant for tests: it never changes the pool.
+    /// Checked: blocks tile each chunk exactly with correct PREV_FREE flags and zero reserved
+    /// header bits; free blocks end with their size (the footer); no two free blocks are
+    /// adjacent; every free block is listed exactly once, in its class, with consistent links
+    /// and bitmap bits; every live slot points at the start of an allocated block of the right
+    /// size and each allocated block has exactly one slot; per-chunk and pool counters match.
+    /// Meant for tests: it never changes the pool.
     ///
     /// # Errors
     ///
@@ -30,19 +31,26 @@ impl<S: PageSource> Pool<S> {
             }
             held += 1;
             let base = (id as u32) << self.shift;
-            let (mut off, mut prev, mut prev_free) = (0u32, 0u32, false);
+            let (mut off, mut prev_free) = (0u32, false);
             let (mut used, mut objects) = (0u32, 0u32);
             while off < self.chunk_units {
                 let h = self.header(base + off);
                 if h.size() < crate::block::MIN_UNITS || off + h.size() > self.chunk_units {
                     return Err("block size out of range");
                 }
-                if h.prev() != prev {
-                    return Err("previous-size field wrong");
+                if h.prev_free() != prev_free {
+                    return Err("PREV_FREE flag wrong");
+                }
+                if h.reserved_bits() != 0 {
+                    return Err("header bits 15..30 not zero");
                 }
                 if h.is_free() {
                     if prev_free {
                         return Err("two adjacent free blocks");
+                    }
+                    let at = self.byte_offset(base + off);
+                    if crate::block::read_u32(self.buf(base), footer_at(at, h.size())) != h.size() {
+                        return Err("free block's footer wrong");
                     }
                     free_blocks += 1;
                 } else {
@@ -50,7 +58,6 @@ impl<S: PageSource> Pool<S> {
                     objects += 1;
                 }
                 prev_free = h.is_free();
-                prev = h.size();
                 off += h.size();
             }
             if objects == 0 {

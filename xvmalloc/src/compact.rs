@@ -19,7 +19,7 @@
 
 use alloc::vec::Vec;
 
-use crate::block::{HEADER, Header, NIL, UNIT};
+use crate::block::{HEADER, Header, NIL, UNIT, write_free_block};
 use crate::pool::Pool;
 use crate::{CompactReport, MAX_ALLOC, PageSource};
 
@@ -81,7 +81,7 @@ impl<S: PageSource> Pool<S> {
             }
             self.unlink_chunk_free_blocks(id);
             let base = id << self.shift;
-            let (mut to, mut prev) = (0u32, 0u32);
+            let mut to = 0u32;
             for &(addr, index) in objects {
                 let size = self.header(addr).size();
                 if addr != base + to {
@@ -94,13 +94,14 @@ impl<S: PageSource> Pool<S> {
                     report.bytes_moved += len as u64;
                     self.counters.objects_moved += 1;
                 }
-                self.set_header(base + to, Header::new(size, prev, false));
-                prev = size;
+                self.set_header(base + to, Header::allocated(size));
                 to += size;
             }
             if to < self.chunk_units {
-                self.set_header(base + to, Header::new(self.chunk_units - to, prev, true));
-                self.link(base + to, self.chunk_units - to);
+                let size = self.chunk_units - to;
+                let at = self.byte_offset(base + to);
+                write_free_block(self.buf_mut(base), at, size);
+                self.link(base + to, size);
             }
         }
     }
@@ -217,7 +218,7 @@ impl<S: PageSource> Pool<S> {
         self.buf_mut(addr)[to..to + len].copy_from_slice(&scratch[..len]);
         // The old block becomes free but stays unlisted: its chunk is being evacuated.
         let h = self.header(slot.addr);
-        self.set_header(slot.addr, Header::new(h.size(), h.prev(), true));
+        self.set_header(slot.addr, h.marked_free());
         self.counters.allocated_units =
             self.counters.allocated_units + u64::from(units) - u64::from(old_units);
         self.counters.objects_moved += 1;
@@ -256,16 +257,16 @@ impl<S: PageSource> Pool<S> {
     }
 
     /// Rebuilds chunk `id`'s block chain after evacuation: merges runs of free blocks,
-    /// rewrites the previous-size fields and lists the free blocks again.
+    /// writes their footers and the PREV_FREE flags, and lists the free blocks again.
     fn relink_chunk(&mut self, id: u32) {
         let base = id << self.shift;
         let mut off = 0;
-        let mut prev = 0;
+        let mut prev_free = false;
         while off < self.chunk_units {
             let h = self.header(base + off);
             if !h.is_free() {
-                self.set_header(base + off, h.with_prev(prev));
-                prev = h.size();
+                self.set_header(base + off, h.with_prev_free(prev_free));
+                prev_free = false;
                 off += h.size();
                 continue;
             }
@@ -279,9 +280,10 @@ impl<S: PageSource> Pool<S> {
                 size += h.size();
                 off += h.size();
             }
-            self.set_header(base + start, Header::new(size, prev, true));
+            let at = self.byte_offset(base + start);
+            write_free_block(self.buf_mut(base), at, size);
             self.link(base + start, size);
-            prev = size;
+            prev_free = true;
         }
     }
 }

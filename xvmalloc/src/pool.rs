@@ -2,7 +2,7 @@
 
 use alloc::vec::Vec;
 
-use crate::block::{HEADER, Header, MIN_UNITS, NIL, UNIT, read_u32, units_for, write_u32};
+use crate::block::{HEADER, Header, MIN_UNITS, NIL, UNIT, read_u32, units_for, write_free_block, write_u32};
 use crate::classes::{Classes, class_of};
 use crate::{AllocError, ConfigError, Handle, HandleError, MAX_ALLOC, PageSource, PoolStats};
 
@@ -405,35 +405,36 @@ impl<S: PageSource> Pool<S> {
         let class = self.classes.find(want)?;
         let addr = self.classes.heads[class];
         let at = self.byte_offset(addr);
-        let last_unit = self.chunk_units;
+        let chunk_bytes = self.chunk_size;
         let Some(buf) = self.chunks[(addr >> self.shift) as usize].as_deref_mut() else {
             unreachable!("listed block in a released chunk")
         };
         // Pop the head: only the class head changes (see `link`).
-        let header = Header::from_bits(read_u32(buf, at));
+        let size = Header::from_bits(read_u32(buf, at)).size();
         let next = read_u32(buf, at + Self::NEXT);
         self.classes.heads[class] = next;
         if next == NIL {
             self.classes.clear(class);
         }
-        let size = header.size();
+        // A free block's previous block is allocated, so neither header below has PREV_FREE.
+        let end = at + size as usize * UNIT;
         let rest = size - want;
         if rest < MIN_UNITS {
-            write_u32(buf, at, Header::new(size, header.prev(), false).bits());
+            write_u32(buf, at, Header::allocated(size).bits());
+            if end < chunk_bytes {
+                let h = Header::from_bits(read_u32(buf, end));
+                write_u32(buf, end, h.with_prev_free(false).bits());
+            }
             return Some((addr, size));
         }
-        // Split: [want, allocated][rest, free][following block: prev = rest].
-        write_u32(buf, at, Header::new(want, header.prev(), false).bits());
+        // Split: [want, allocated][rest, free] and the following block, whose PREV_FREE
+        // stays set, untouched: the remainder's footer is the old block's.
+        write_u32(buf, at, Header::allocated(want).bits());
         let rest_at = at + want as usize * UNIT;
-        write_u32(buf, rest_at, Header::new(rest, want, true).bits());
+        write_free_block(buf, rest_at, rest);
         let rest_class = class_of(rest);
         let rest_head = self.classes.heads[rest_class];
         write_u32(buf, rest_at + Self::NEXT, rest_head);
-        let after = rest_at + rest as usize * UNIT;
-        if after < last_unit as usize * UNIT {
-            let h = Header::from_bits(read_u32(buf, after));
-            write_u32(buf, after, h.with_prev(rest).bits());
-        }
         self.finish_link(addr + want, rest_class, rest_head);
         Some((addr, want))
     }
@@ -443,6 +444,8 @@ impl<S: PageSource> Pool<S> {
     ///
     /// The block and both neighbours share a chunk: their headers and the neighbours' links
     /// are read in one visit to the chunk table, and the merged block is written in another.
+    /// The previous block is read only when the header's PREV_FREE flag says it is free; its
+    /// size is then in its footer, the 4 bytes in front of the header.
     #[inline(always)]
     pub(crate) fn free_block(&mut self, addr: u32) -> u32 {
         let at = self.byte_offset(addr);
@@ -451,33 +454,29 @@ impl<S: PageSource> Pool<S> {
         let header = Header::from_bits(read_u32(buf, at));
         let units = header.size();
         let end = at + units as usize * UNIT;
-        let prev_units = header.prev();
         // A free neighbour's header and list links (next, prev): a free block is at least
         // two units long, so its links lie inside the chunk.
-        let after =
-            if end < chunk_bytes { Header::from_bits(read_u32(buf, end)) } else { Header::new(0, 0, false) };
+        let after = if end < chunk_bytes { Header::from_bits(read_u32(buf, end)) } else { Header::EDGE };
         let after_links = if after.is_free() { Self::links(buf, end) } else { (NIL, NIL) };
-        let before_at = at - prev_units as usize * UNIT;
-        let before = if prev_units != 0 {
-            Header::from_bits(read_u32(buf, before_at))
-        } else {
-            Header::new(0, 0, false)
-        };
+        // Wrapping: only a chunk rewritten behind the pool's back could make these offsets
+        // go below 0, and `read_u32` keeps any offset inside the chunk.
+        let prev_units = if header.prev_free() { read_u32(buf, at.wrapping_sub(HEADER)) } else { 0 };
+        let before_at = at.wrapping_sub(prev_units as usize * UNIT);
+        let before = if prev_units != 0 { Header::from_bits(read_u32(buf, before_at)) } else { Header::EDGE };
         let before_links = if before.is_free() { Self::links(buf, before_at) } else { (NIL, NIL) };
 
-        let (mut start, mut size, mut prev) = (addr, units, prev_units);
+        let (mut start, mut size) = (addr, units);
         if after.is_free() {
             self.unlink_read(addr + units, class_of(after.size()), after_links);
             size += after.size();
         }
         if before.is_free() {
-            start = addr - prev_units;
+            start = addr.wrapping_sub(prev_units);
             // Unlinking `after` may have rewritten the links of `before` (neighbours on one list).
             let before_links =
                 if after.is_free() { Self::links(self.buf(start), before_at) } else { before_links };
             self.unlink_read(start, class_of(before.size()), before_links);
             size += before.size();
-            prev = before.prev();
         }
         if size == self.chunk_units {
             self.release_chunk(start >> self.shift, false);
@@ -487,12 +486,12 @@ impl<S: PageSource> Pool<S> {
         let class = class_of(size);
         let head = self.classes.heads[class];
         let buf = self.buf_mut(start);
-        write_u32(buf, start_at, Header::new(size, prev, true).bits());
+        write_free_block(buf, start_at, size);
         write_u32(buf, start_at + Self::NEXT, head);
-        let after = start_at + size as usize * UNIT;
-        if after < chunk_bytes {
-            let h = Header::from_bits(read_u32(buf, after));
-            write_u32(buf, after, h.with_prev(size).bits());
+        // The block after the merged one: if it followed a free `after`, PREV_FREE is
+        // already set; otherwise it is `after` itself, whose header was just read.
+        if end < chunk_bytes && !after.is_free() {
+            write_u32(buf, end, after.with_prev_free(true).bits());
         }
         self.finish_link(start, class, head);
         units
@@ -527,8 +526,9 @@ impl<S: PageSource> Pool<S> {
         self.counters.chunks_held += 1;
         self.counters.chunks_acquired += 1;
         let addr = id << self.shift;
-        self.set_header(addr, Header::new(self.chunk_units, 0, true));
-        self.link(addr, self.chunk_units);
+        let units = self.chunk_units;
+        write_free_block(self.buf_mut(addr), 0, units);
+        self.link(addr, units);
         Ok(())
     }
 
