@@ -1,8 +1,8 @@
 //! The page-specialised LZO1X-1 match finder that [`Lzo1x`](crate::Lzo1x) compresses with.
 //!
 //! It writes the same LZO1X bitstream as [`Compressor`](crate::Compressor) (liblzo2 and
-//! Linux decode it) and makes the same greedy choices in the same order, but it is **not**
-//! byte-identical to the kernel's `lzo1x_1_compress`. Exactly how it differs:
+//! Linux decode it) and scans the page as the kernel does, but it is **not** byte-identical
+//! to the kernel's `lzo1x_1_compress`. Exactly how it differs:
 //!
 //! 1. **What a table entry holds.** The kernel hashes 4 bytes into 2^13 `u16` positions and
 //!    then loads the 4 bytes at the candidate position to test the hit. Here the same
@@ -23,11 +23,21 @@
 //! 3. **An empty entry is no candidate.** The kernel's cleared table makes every empty entry
 //!    a candidate at position 0; here an empty entry is a miss.
 //!
+//! 4. **The last two match distances come first.** At every probed position the bytes at
+//!    the distances of the last two matches (two distinct distances; 1 and 2 before the
+//!    first match) are compared before the table's candidate, and a 4-byte agreement there
+//!    is the match. Real pages are arrays of records: a page's matches mostly repeat a few
+//!    strides (its 4 most frequent distances give 69-74% of its matches on the captured
+//!    corpora), and the position one stride back often lies inside an earlier match, where
+//!    the kernel never probes, so the table holds only an older record's position or none.
+//!    The check also takes the hash and table load off the path from one match to the
+//!    next. Streams of captured pages come out 2% (node) to 11% (python) smaller than
+//!    liblzo2's, with fewer and longer matches, so they also decode faster.
+//!
 //! Everything else is the kernel's: scanning starts 5 bytes in, a miss steps
 //! `1 + literals / 32` bytes, a hit is written at once (pending literals, then the match as
 //! M2 or M3), the match extension stops once it reaches 20 bytes before the page end, the
-//! scan continues at the match end, and the tail is written as the kernel writes it. The
-//! ratio on captured pages stays within 0.3% of liblzo2's (SPEC.md section 5).
+//! scan continues at the match end, and the tail is written as the kernel writes it.
 //!
 //! The output budget contract is [`Compressor`](crate::Compressor)'s (the same `Output`
 //! writer): nothing is written past `dst`, and [`CompressError::Incompressible`] is
@@ -45,6 +55,13 @@ const TABLE_SIZE: usize = 1 << TABLE_BITS;
 const POSITION_MASK: u16 = 0x0FFF;
 /// Generations run 1..=15 in the top 4 bits of a position entry; 0 marks a cleared entry.
 const LAST_GENERATION: u16 = 15;
+/// The two recent distances before the first match: runs of equal bytes and 16-bit fields.
+const REP_START: [usize; 2] = [1, 2];
+/// The first probed position; every start distance must reach back no further than it.
+const FIRST_PROBE: usize = 5;
+const _: () = assert!(
+    1 <= REP_START[0] && REP_START[0] <= FIRST_PROBE && 1 <= REP_START[1] && REP_START[1] <= FIRST_PROBE
+);
 /// No match starts at or after this position (the kernel's `ip_end`: 20 bytes before the
 /// end), which leaves room for every 8- and 16-byte read of the hot loop.
 const IP_END: usize = PAGE_SIZE - 20;
@@ -96,7 +113,10 @@ impl PageCompressor {
         let mut out = Output::new(dst);
         // `ii`: first byte not yet written.
         let mut ii = 0;
-        let mut ip = 4;
+        // The first step below makes it FIRST_PROBE, as the kernel's scan starts.
+        let mut ip = FIRST_PROBE - 1;
+        // The distances of the last two matches (distinct), tried before the table.
+        let (mut rep0, mut rep1) = (REP_START[0], REP_START[1]);
         'literal: loop {
             ip += 1 + ((ip - ii) >> 5);
             loop {
@@ -110,13 +130,25 @@ impl PageCompressor {
                 let entry = self.positions[h];
                 self.words[h] = word;
                 self.positions[h] = tag | ip as u16;
-                // Same generation: the entry was written during this call, at an earlier
-                // position whose 8 bytes are `candidate_word`.
-                let diff = word ^ candidate_word;
-                if diff as u32 != 0 || entry & !POSITION_MASK != tag {
-                    continue 'literal;
-                }
-                let m_pos = usize::from(entry & POSITION_MASK);
+                debug_assert!(1 <= rep0 && rep0 <= ip && 1 <= rep1 && rep1 <= ip);
+                // SAFETY: 1 <= rep0, rep1 <= ip: each is a start value, at most FIRST_PROBE
+                // (checked at compile time), the smallest ip, or the distance of an earlier
+                // match, which is at most that match's position, itself below ip. So
+                // ip - rep lies in 0..ip and its 8 bytes are in bounds as the word at ip's.
+                let (rep0_word, rep1_word) = unsafe { (le64(src, ip - rep0), le64(src, ip - rep1)) };
+                let (diff, m_pos) = if (word ^ rep0_word) as u32 == 0 {
+                    (word ^ rep0_word, ip - rep0)
+                } else if (word ^ rep1_word) as u32 == 0 {
+                    (word ^ rep1_word, ip - rep1)
+                } else {
+                    // Same generation: the entry was written during this call, at an
+                    // earlier position whose 8 bytes are `candidate_word`.
+                    let diff = word ^ candidate_word;
+                    if diff as u32 != 0 || entry & !POSITION_MASK != tag {
+                        continue 'literal;
+                    }
+                    (diff, usize::from(entry & POSITION_MASK))
+                };
                 debug_assert!(m_pos < ip);
 
                 let t = ip - ii;
@@ -148,7 +180,12 @@ impl PageCompressor {
                         }
                     }
                 };
-                out.match_(m_len, ip - m_pos)?;
+                let dist = ip - m_pos;
+                out.match_(m_len, dist)?;
+                if dist != rep0 {
+                    rep1 = rep0;
+                    rep0 = dist;
+                }
                 ip += m_len;
                 ii = ip;
             }
@@ -224,6 +261,76 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// The `(length, distance)` of every match of a plain LZO1X stream as `PageCompressor`
+    /// writes it (no M1, no M4: pages are shorter than 16 KiB).
+    fn matches(s: &[u8]) -> alloc::vec::Vec<(usize, usize)> {
+        let mut found = vec![];
+        let (mut ip, mut after_trailing_literals) = (0, false);
+        if s[0] > 17 {
+            ip = 1 + usize::from(s[0] - 17);
+        }
+        let extension = |ip: &mut usize| {
+            let start = *ip;
+            while s[*ip] == 0 {
+                *ip += 1;
+            }
+            *ip += 1;
+            (*ip - 1 - start) * 255 + usize::from(s[*ip - 1])
+        };
+        loop {
+            let t = usize::from(s[ip]);
+            ip += 1;
+            let (len, dist, trailing) = if t >= 64 {
+                ip += 1;
+                ((t >> 5) + 1, ((t >> 2) & 7) + (usize::from(s[ip - 1]) << 3) + 1, t & 3)
+            } else if t >= 32 {
+                let len = if t & 31 == 0 { 33 + extension(&mut ip) } else { (t & 31) + 2 };
+                let v = usize::from(s[ip]) | usize::from(s[ip + 1]) << 8;
+                ip += 2;
+                (len, (v >> 2) + 1, v & 3)
+            } else if t == 17 {
+                return found; // the end marker
+            } else {
+                assert!(
+                    t < 16 && !after_trailing_literals,
+                    "an instruction PageCompressor does not write: {t}"
+                );
+                ip += if t == 0 { 18 + extension(&mut ip) } else { t + 3 };
+                after_trailing_literals = false;
+                continue;
+            };
+            found.push((len, dist));
+            ip += trailing;
+            after_trailing_literals = trailing != 0;
+        }
+    }
+
+    #[test]
+    fn the_last_two_match_distances_are_tried_first() {
+        // P (64 random bytes), P, 8 random bytes, then P[8..]: the scan, by then stepping 3
+        // bytes at a time, enters the second P at 70 and matches it at distance 64. In the
+        // third copy, at 136, the table holds position 8 (probed while scanning the first
+        // P: distance 128), but the last match's distance, 64, matches as well (position 72,
+        // inside the second P's match, was never probed). The recent distance is tried
+        // first.
+        let mut rng = Rng::new(7);
+        let mut pattern = [0u8; 64];
+        rng.fill(&mut pattern);
+        let mut page = [0u8; PAGE_SIZE];
+        page[..64].copy_from_slice(&pattern);
+        page[64..128].copy_from_slice(&pattern);
+        rng.fill(&mut page[128..136]);
+        page[136..192].copy_from_slice(&pattern[8..]);
+        let mut out = vec![0u8; worst_case_len(PAGE_SIZE)];
+        let n = PageCompressor::new().compress(&page, &mut out).unwrap();
+        let mut back = [0u8; PAGE_SIZE];
+        assert_eq!(decompress(&out[..n], &mut back), Ok(PAGE_SIZE));
+        assert!(back == page);
+        let found = matches(&out[..n]);
+        assert_eq!(found[0], (58, 64), "{found:?}");
+        assert_eq!(found[1], (56, 64), "the third copy at the recent distance: {found:?}");
     }
 
     #[test]
