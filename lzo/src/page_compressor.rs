@@ -202,6 +202,7 @@ mod tests {
     use pagecodec::testing::{PageClass, Rng, generate};
 
     use super::*;
+    use crate::decompress::{Instruction, first_literals, read_instruction};
     use crate::{decompress, worst_case_len};
 
     /// Every class, 3 seeds each (under Miri 4 classes, 1 seed: it is slow).
@@ -263,47 +264,22 @@ mod tests {
         }
     }
 
-    /// The `(length, distance)` of every match of a plain LZO1X stream as `PageCompressor`
-    /// writes it (no M1, no M4: pages are shorter than 16 KiB).
-    fn matches(s: &[u8]) -> alloc::vec::Vec<(usize, usize)> {
+    /// The `(length, distance)` of every match of a plain LZO1X stream, read with the
+    /// reference decoder's instruction reader.
+    fn matches(stream: &[u8]) -> alloc::vec::Vec<(usize, usize)> {
+        let (mut ip, mut op, mut scratch) = (0, 0, [0u8; PAGE_SIZE]);
+        let mut state = first_literals(stream, &mut ip, &mut scratch, &mut op).unwrap();
         let mut found = vec![];
-        let (mut ip, mut after_trailing_literals) = (0, false);
-        if s[0] > 17 {
-            ip = 1 + usize::from(s[0] - 17);
-        }
-        let extension = |ip: &mut usize| {
-            let start = *ip;
-            while s[*ip] == 0 {
-                *ip += 1;
-            }
-            *ip += 1;
-            (*ip - 1 - start) * 255 + usize::from(s[*ip - 1])
-        };
         loop {
-            let t = usize::from(s[ip]);
-            ip += 1;
-            let (len, dist, trailing) = if t >= 64 {
-                ip += 1;
-                ((t >> 5) + 1, ((t >> 2) & 7) + (usize::from(s[ip - 1]) << 3) + 1, t & 3)
-            } else if t >= 32 {
-                let len = if t & 31 == 0 { 33 + extension(&mut ip) } else { (t & 31) + 2 };
-                let v = usize::from(s[ip]) | usize::from(s[ip + 1]) << 8;
-                ip += 2;
-                (len, (v >> 2) + 1, v & 3)
-            } else if t == 17 {
-                return found; // the end marker
-            } else {
-                assert!(
-                    t < 16 && !after_trailing_literals,
-                    "an instruction PageCompressor does not write: {t}"
-                );
-                ip += if t == 0 { 18 + extension(&mut ip) } else { t + 3 };
-                after_trailing_literals = false;
-                continue;
-            };
-            found.push((len, dist));
-            ip += trailing;
-            after_trailing_literals = trailing != 0;
+            match read_instruction(stream, &mut ip, state, false).unwrap() {
+                Instruction::Literals(n) => (ip, state) = (ip + n, 4),
+                Instruction::Match { len, dist, next } => {
+                    found.push((len, dist));
+                    (ip, state) = (ip + next, next);
+                }
+                Instruction::ZeroRun { .. } => unreachable!("a plain stream has no zero runs"),
+                Instruction::End => return found,
+            }
         }
     }
 
