@@ -431,7 +431,8 @@ fn compress_chunk(
     let mut ii = start;
     // `lits`: `ip - ii`, the literals since `ii`. The miss step is computed from it rather
     // than from `ip`, which leaves three operations instead of four on the chain from one
-    // probe to the next (5-7% fewer ticks per page; the page compressor does the same).
+    // probe to the next (5-7% fewer ticks on captured pages; the page compressor does the
+    // same).
     let mut lits = 4usize.saturating_sub(pending);
     let mut ip;
     'literal: loop {
