@@ -1,7 +1,7 @@
 //! A full consistency check of the pool's structures, for tests and fuzzing.
 
 use crate::PageSource;
-use crate::block::{NIL, footer_at, units_for};
+use crate::block::{NIL, footer_at, read_u32, units_for};
 use crate::classes::{CLASSES, class_of};
 use crate::pool::Pool;
 
@@ -49,7 +49,7 @@ impl<S: PageSource> Pool<S> {
                         return Err("two adjacent free blocks");
                     }
                     let at = self.byte_offset(base + off);
-                    if crate::block::read_u32(self.buf(base), footer_at(at, h.size())) != h.size() {
+                    if read_u32(self.buf(base), footer_at(at, h.size())) != h.size() {
                         return Err("free block's footer wrong");
                     }
                     free_blocks += 1;

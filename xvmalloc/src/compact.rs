@@ -19,7 +19,7 @@
 
 use alloc::vec::Vec;
 
-use crate::block::{HEADER, Header, NIL, UNIT, write_free_block};
+use crate::block::{HEADER, Header, NIL, UNIT};
 use crate::pool::Pool;
 use crate::{CompactReport, MAX_ALLOC, PageSource};
 
@@ -98,10 +98,7 @@ impl<S: PageSource> Pool<S> {
                 to += size;
             }
             if to < self.chunk_units {
-                let size = self.chunk_units - to;
-                let at = self.byte_offset(base + to);
-                write_free_block(self.buf_mut(base), at, size);
-                self.link(base + to, size);
+                self.add_free_block(base + to, self.chunk_units - to);
             }
         }
     }
@@ -280,9 +277,7 @@ impl<S: PageSource> Pool<S> {
                 size += h.size();
                 off += h.size();
             }
-            let at = self.byte_offset(base + start);
-            write_free_block(self.buf_mut(base), at, size);
-            self.link(base + start, size);
+            self.add_free_block(base + start, size);
             prev_free = true;
         }
     }

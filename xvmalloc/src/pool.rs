@@ -341,21 +341,25 @@ impl<S: PageSource> Pool<S> {
     const NEXT: usize = 4;
     const PREV: usize = 8;
 
-    /// Puts the free block at `addr` of `units` at the head of its class.
+    /// Makes the `units` at `addr` a free block (header and footer) and puts it at the head
+    /// of its class.
     ///
     /// Lists are doubly linked except that the head's `prev` field is never read (a block
     /// is the head iff the class head names it), which saves a write to another block on
     /// every pop.
     #[inline(always)]
-    pub(crate) fn link(&mut self, addr: u32, units: u32) {
+    pub(crate) fn add_free_block(&mut self, addr: u32, units: u32) {
         let class = class_of(units);
         let head = self.classes.heads[class];
         let at = self.byte_offset(addr);
-        write_u32(self.buf_mut(addr), at + Self::NEXT, head);
+        let buf = self.buf_mut(addr);
+        write_free_block(buf, at, units);
+        write_u32(buf, at + Self::NEXT, head);
         self.finish_link(addr, class, head);
     }
 
-    /// The rest of [`link`](Self::link) once the block's `next` field holds `head`.
+    /// The rest of [`add_free_block`](Self::add_free_block) once the block's header, footer
+    /// and `next` field are written (`next` holds `head`).
     #[inline(always)]
     fn finish_link(&mut self, addr: u32, class: usize, head: u32) {
         if head != NIL {
@@ -409,7 +413,7 @@ impl<S: PageSource> Pool<S> {
         let Some(buf) = self.chunks[(addr >> self.shift) as usize].as_deref_mut() else {
             unreachable!("listed block in a released chunk")
         };
-        // Pop the head: only the class head changes (see `link`).
+        // Pop the head: only the class head changes (see `add_free_block`).
         let size = Header::from_bits(read_u32(buf, at)).size();
         let next = read_u32(buf, at + Self::NEXT);
         self.classes.heads[class] = next;
@@ -526,9 +530,7 @@ impl<S: PageSource> Pool<S> {
         self.counters.chunks_held += 1;
         self.counters.chunks_acquired += 1;
         let addr = id << self.shift;
-        let units = self.chunk_units;
-        write_free_block(self.buf_mut(addr), 0, units);
-        self.link(addr, units);
+        self.add_free_block(addr, self.chunk_units);
         Ok(())
     }
 
