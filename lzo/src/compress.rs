@@ -401,6 +401,14 @@ pub(crate) unsafe fn le64(src: &[u8], i: usize) -> u64 {
     u64::from_le(unsafe { src.as_ptr().add(i).cast::<u64>().read_unaligned() })
 }
 
+/// The kernel's miss step: with `lits` literals pending and no match at the probed position,
+/// the next probe lies `1 + lits / 32` bytes further on, so the scan speeds up through data
+/// that does not compress. Returns the pending literals at that next probe.
+#[inline(always)]
+pub(crate) const fn after_miss(lits: usize) -> usize {
+    lits + 1 + (lits >> 5)
+}
+
 /// The kernel's multiplicative hash of 4 input bytes, `bits` wide.
 #[inline(always)]
 pub(crate) const fn hash_bits(dv: u32, bits: u32) -> usize {
@@ -436,7 +444,7 @@ fn compress_chunk(
     let mut lits = 4usize.saturating_sub(pending);
     let mut ip;
     'literal: loop {
-        lits += 1 + (lits >> 5);
+        lits = after_miss(lits);
         ip = ii + lits;
         'next: loop {
             if ip >= ip_end {

@@ -45,7 +45,7 @@
 
 use pagecodec::{CompressError, PAGE_SIZE};
 
-use crate::compress::{Output, hash_bits, le64};
+use crate::compress::{Output, after_miss, hash_bits, le64};
 
 /// log2 of the table's entry count.
 const TABLE_BITS: u32 = 12;
@@ -122,7 +122,7 @@ impl PageCompressor {
         // The last two matches' distances (distinct), tried before the table.
         let (mut rep0, mut rep1) = (Recent::new(src, REP_START[0]), Recent::new(src, REP_START[1]));
         'literal: loop {
-            lits += 1 + (lits >> 5);
+            lits = after_miss(lits);
             ip = ii + lits;
             loop {
                 if ip >= IP_END {
