@@ -56,10 +56,10 @@ fn decompress_page(input: &[u8], page: &mut Page) -> Result<(), pagecodec::Decom
 ///
 /// Its compressor is page-specialised and faster than [`Compressor::compress`], but not
 /// byte-identical to the kernel's: it scans as the kernel does, but tries the distances of
-/// the last two matches before a different hash table (4096 entries that also hold the 8
-/// bytes at their position, no clear per page). On captured pages that finds longer
+/// the last two matches before a different hash table (4096 entries that also hold the
+/// first 6 bytes at their position, no clear per page). On captured pages that finds longer
 /// matches: its streams are 2-11% smaller than liblzo2's and decode faster. Use
-/// [`Compressor`] for the kernel's exact bytes. It owns 40 KiB of working memory.
+/// [`Compressor`] for the kernel's exact bytes. It owns 32 KiB of working memory.
 ///
 /// ```
 /// use lzokit::Lzo1x;
