@@ -16,9 +16,8 @@
 //!    (measured), and avoiding the load makes this path 9-12% faster than
 //!    [`Compressor`](crate::Compressor)'s on captured pages. One entry per probe (one load,
 //!    one store) rather than separate words and positions (two of each, 40 KiB) takes
-//!    6-7% off this compressor's ticks on a Zen 3 core, whose L1 cache holds 32 KiB
-//!    (SPEC.md section 5).
-//! 2. **No table clear per page.** Positions carry a 4-bit generation (1..=15), so an entry
+//!    4-6% off this compressor's ticks on a Zen 3 core (SPEC.md section 5).
+//! 2. **No table clear per page.** Entries carry a 4-bit generation (1..=15), so an entry
 //!    written by an earlier call is recognised and treated as empty; the table is cleared
 //!    once every 15 pages. An entry counts only when its generation is the current one, and
 //!    then it was written, with its bytes, during this call, so they are the page's own.
@@ -360,7 +359,8 @@ mod tests {
                 lengths[len.min(8)] += 1;
             }
         }
-        // The classes exercise every length the entry or the candidate decides.
+        // Matches of every length from 4 up occur, so the check reaches each length rule
+        // (4..=7 from the first differing byte, 8 and more from the extension loop).
         assert!(lengths[4..].iter().all(|&k| k > 0), "{lengths:?}");
     }
 
