@@ -156,17 +156,16 @@ impl PageCompressor {
                         continue 'literal;
                     }
                     let m_pos = (entry & POSITION_MASK) as usize;
-                    // Bytes 4 and 5 of the word against the candidate's (bytes 0..4
-                    // agree, so they are zero here).
-                    let diff = agree >> 16;
-                    if diff != 0 {
-                        (diff, m_pos)
-                    } else {
-                        // 6 bytes or more: the candidate's 8 bytes give the length.
+                    // `agree >> 16` compares the word's first 6 bytes with the entry's
+                    // (bytes 0..4 agree, so its low 4 bytes are zero). All 6 agreeing, the
+                    // candidate's 8 bytes give the length.
+                    let diff = match agree >> 16 {
                         // SAFETY: the entry was written at an earlier position of this
                         // call, so m_pos < ip and m_pos + 8 < ip + 8 <= src.len().
-                        (word ^ unsafe { le64(src, m_pos) }, m_pos)
-                    }
+                        0 => word ^ unsafe { le64(src, m_pos) },
+                        bytes_4_and_5 => bytes_4_and_5,
+                    };
+                    (diff, m_pos)
                 };
                 debug_assert!(m_pos < ip);
 
