@@ -15,7 +15,7 @@
 //! [`CompressError::Incompressible`] as soon as the next piece cannot fit, and a stream
 //! that fits is always produced whatever the budget.
 
-use pagecodec::CompressError;
+use pagecodec::{CompressError, PAGE_SIZE};
 
 use crate::format::{
     END_MARKER, M2_MAX_LEN, M2_MAX_OFFSET, M3_MARKER, M3_MAX_LEN, M3_MAX_OFFSET, M4_MARKER, M4_MAX_LEN,
@@ -168,20 +168,30 @@ impl Compressor {
     }
 }
 
+/// Room [`Output::short_literals_unchecked`] needs: a header byte and a 16-byte block.
+pub(crate) const SHORT_LITERALS_ROOM: usize = 1 + 16;
+
+/// Room [`Output::match_unchecked`] needs for any match within a page: marker, the longest
+/// length extension (after the smallest opcode maximum, M4's) and two distance bytes.
+pub(crate) const MATCH_ROOM: usize = 1 + Output::extension_len(PAGE_SIZE - M4_MAX_LEN) + 2;
+
 /// The output stream with its budget (shared with the page compressor).
 pub(crate) struct Output<'a> {
     buf: &'a mut [u8],
     pos: usize,
-    /// How far back from `pos` the byte holding the last instruction's `S` bits is: 2 after
-    /// a match, 3 after a zero-run token.
-    state_offset: usize,
+    /// The byte holding the last instruction's `S` bits, where a following count of 1..=3
+    /// literals is ORed: 2 bytes before the end of a match, 3 before the end of a zero-run
+    /// token. It is 0 before the first instruction. No stream starts with 1..=3 literals
+    /// (they take the `17 + n` form, and the scans start 4 or more bytes in), so only an OR
+    /// of 0 ([`short_literals`](Self::short_literals)) ever reaches it there.
+    s_at: usize,
 }
 
 impl<'a> Output<'a> {
     /// An empty stream writing into `buf` (its length is the budget).
     #[inline(always)]
     pub(crate) fn new(buf: &'a mut [u8]) -> Self {
-        Output { buf, pos: 0, state_offset: 2 }
+        Output { buf, pos: 0, s_at: 0 }
     }
 
     /// Writes the final literals `lit` (possibly none) and the end marker; returns the
@@ -210,10 +220,16 @@ impl<'a> Output<'a> {
         Ok(())
     }
 
+    /// How many more bytes fit.
+    #[inline(always)]
+    pub(crate) fn room(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
     /// Checks that `n` more bytes fit.
     #[inline(always)]
     fn reserve(&self, n: usize) -> Result<(), CompressError> {
-        if n <= self.buf.len() - self.pos { Ok(()) } else { Err(CompressError::Incompressible) }
+        if n <= self.room() { Ok(()) } else { Err(CompressError::Incompressible) }
     }
 
     /// Appends one byte the caller reserved room for.
@@ -250,8 +266,7 @@ impl<'a> Output<'a> {
     fn literal_header(&mut self, t: usize) -> Result<(), CompressError> {
         if t <= 3 {
             self.reserve(t)?;
-            let at = self.pos - self.state_offset;
-            self.buf[at] |= t as u8;
+            self.buf[self.s_at] |= t as u8;
         } else if t <= 18 {
             self.reserve(1 + t)?;
             self.push((t - 3) as u8);
@@ -326,34 +341,63 @@ impl<'a> Output<'a> {
         from: usize,
         t: usize,
     ) -> Result<(), CompressError> {
-        debug_assert!(t <= 16 && from + 16 <= src.len());
-        if self.buf.len() - self.pos < 17 {
+        if self.room() < SHORT_LITERALS_ROOM {
             return if t > 0 { self.literals(&src[from..from + t]) } else { Ok(()) };
         }
+        // SAFETY: the room was checked above; the rest is the caller's guarantee.
+        unsafe { self.short_literals_unchecked(src, from, t) };
+        Ok(())
+    }
+
+    /// [`short_literals`](Self::short_literals) without the budget check.
+    ///
+    /// # Safety
+    ///
+    /// `t <= 16`, `from + 16 <= src.len()` and `room() >= SHORT_LITERALS_ROOM`.
+    #[inline(always)]
+    pub(crate) unsafe fn short_literals_unchecked(&mut self, src: &[u8], from: usize, t: usize) {
+        debug_assert!(t <= 16 && from + 16 <= src.len() && self.room() >= SHORT_LITERALS_ROOM);
         let s_bits = if t <= 3 { t as u8 } else { 0 };
-        // Before the first instruction `pos - state_offset` may not exist, but no stream
-        // starts with 1..=3 literals (scanning starts 5 bytes in), so the OR is of 0 there.
-        let at = self.pos.saturating_sub(self.state_offset);
-        // SAFETY: `at <= pos` and `pos + 17 <= buf.len()` (checked above): the OR, the
-        // header byte and the 16-byte block written from the (possibly advanced) position
-        // are in bounds; the block is read from `from + 16 <= src.len()` (the caller's
-        // guarantee); input and output are distinct slices.
+        // SAFETY: `s_at < pos` or both are 0, and `pos + 17 <= buf.len()` (the caller's
+        // guarantee): the OR, the header byte and the 16-byte block written from the
+        // (possibly advanced) position are in bounds; the block is read from `from + 16 <=
+        // src.len()` (the caller's guarantee); input and output are distinct slices.
         unsafe {
-            *self.buf.get_unchecked_mut(at) |= s_bits;
+            *self.buf.get_unchecked_mut(self.s_at) |= s_bits;
             *self.buf.get_unchecked_mut(self.pos) = (t as u8).wrapping_sub(3);
             self.pos += usize::from(t > 3);
             core::ptr::copy_nonoverlapping(src.as_ptr().add(from), self.buf.as_mut_ptr().add(self.pos), 16);
         }
         self.pos += t;
-        Ok(())
     }
 
     /// Writes a match of `len >= 4` bytes at distance `dist` (1..=0xBFFF).
     #[inline(always)]
     pub(crate) fn match_(&mut self, len: usize, dist: usize) -> Result<(), CompressError> {
+        self.write_match::<true>(len, dist)
+    }
+
+    /// [`match_`](Self::match_) without the budget checks.
+    ///
+    /// # Safety
+    ///
+    /// `4 <= len <= PAGE_SIZE` and `room() >= MATCH_ROOM`.
+    #[inline(always)]
+    pub(crate) unsafe fn match_unchecked(&mut self, len: usize, dist: usize) {
+        debug_assert!((4..=PAGE_SIZE).contains(&len) && self.room() >= MATCH_ROOM);
+        // Without checks nothing can fail.
+        let _ = self.write_match::<false>(len, dist);
+    }
+
+    /// Writes a match, checking the budget before each write when `CHECKED`; the caller of
+    /// the unchecked form provides [`MATCH_ROOM`].
+    #[inline(always)]
+    fn write_match<const CHECKED: bool>(&mut self, len: usize, dist: usize) -> Result<(), CompressError> {
         if len <= M2_MAX_LEN && dist <= M2_MAX_OFFSET {
             let d = dist - 1;
-            self.reserve(2)?;
+            if CHECKED {
+                self.reserve(2)?;
+            }
             self.push((((len - 1) << 5) | ((d & 7) << 2)) as u8);
             self.push((d >> 3) as u8);
         } else {
@@ -364,18 +408,22 @@ impl<'a> Output<'a> {
                 (M4_MARKER | ((d >> 11) & 8) as u8, M4_MAX_LEN, d)
             };
             if len <= max {
-                self.reserve(3)?;
+                if CHECKED {
+                    self.reserve(3)?;
+                }
                 self.push(marker | (len - 2) as u8);
             } else {
                 let rest = len - max;
-                self.reserve(3 + Self::extension_len(rest))?;
+                if CHECKED {
+                    self.reserve(3 + Self::extension_len(rest))?;
+                }
                 self.push(marker);
                 self.extension(rest);
             }
             self.push((d << 2) as u8);
             self.push((d >> 6) as u8);
         }
-        self.state_offset = 2;
+        self.s_at = self.pos - 2;
         Ok(())
     }
 
@@ -384,7 +432,7 @@ impl<'a> Output<'a> {
     fn zero_run(&mut self, run: usize) -> Result<(), CompressError> {
         let r = run - MIN_ZERO_RUN;
         self.put(&[M4_MARKER | 8 | (r & 7) as u8, 0xFC, 0xFF, (r >> 3) as u8])?;
-        self.state_offset = 3;
+        self.s_at = self.pos - 3;
         Ok(())
     }
 }
@@ -582,5 +630,27 @@ mod tests {
             let full = c.compress(&rep[..len], &mut out).unwrap();
             assert_eq!(c.compress(&rep[..len], &mut out[..full]), Ok(full));
         }
+    }
+
+    #[test]
+    fn the_unchecked_rooms_hold_what_they_are_for() {
+        // Every kind of match within a page, up to the longest, fits MATCH_ROOM when each
+        // write is checked (the unchecked form relies on that), and the longest needs all of
+        // it; 16 literals with their header fit SHORT_LITERALS_ROOM.
+        let mut buf = [0u8; MATCH_ROOM];
+        let mut most = 0;
+        for len in [4, 8, 9, 33, 34, 288, 289, PAGE_SIZE] {
+            for dist in [1, 2048, 2049, 0x4000, 0x4001, 0xBFFF] {
+                let mut out = Output::new(&mut buf);
+                assert_eq!(out.match_(len, dist), Ok(()), "len {len} dist {dist}");
+                most = most.max(out.pos);
+            }
+        }
+        assert_eq!(most, MATCH_ROOM);
+        let src = [5u8; 32];
+        let mut buf = [0u8; SHORT_LITERALS_ROOM];
+        let mut out = Output::new(&mut buf);
+        assert_eq!(out.literals(&src[..16]), Ok(()));
+        assert_eq!(out.pos, SHORT_LITERALS_ROOM);
     }
 }
