@@ -13,7 +13,8 @@
 //!
 //! Every write is checked against the output budget first: the compressor stops with
 //! [`CompressError::Incompressible`] as soon as the next piece cannot fit, and a stream
-//! that fits is always produced whatever the budget.
+//! that fits is always produced whatever the budget. While the budget has room for the
+//! longest, one check covers a short literal run and the match or token after it.
 
 use pagecodec::{CompressError, PAGE_SIZE};
 
@@ -175,6 +176,9 @@ pub(crate) const SHORT_LITERALS_ROOM: usize = 1 + 16;
 /// length extension (after the smallest opcode maximum, M4's) and two distance bytes.
 pub(crate) const MATCH_ROOM: usize = 1 + Output::extension_len(PAGE_SIZE - M4_MAX_LEN) + 2;
 
+/// Length of an LZO-RLE zero-run token.
+const ZERO_RUN_LEN: usize = 4;
+
 /// The output stream with its budget (shared with the page compressor).
 pub(crate) struct Output<'a> {
     buf: &'a mut [u8],
@@ -286,6 +290,29 @@ impl<'a> Output<'a> {
         self.buf[self.pos..self.pos + lit.len()].copy_from_slice(lit);
         self.pos += lit.len();
         Ok(())
+    }
+
+    /// Writes the `t` literals a scan found before a match or token, `src[from..from + t]`,
+    /// with [`short_literals`](Self::short_literals) or
+    /// [`literals_wide`](Self::literals_wide), every write checked.
+    ///
+    /// # Safety
+    ///
+    /// `from + t + 16 <= src.len()`.
+    #[inline(always)]
+    pub(crate) unsafe fn literal_run(
+        &mut self,
+        src: &[u8],
+        from: usize,
+        t: usize,
+    ) -> Result<(), CompressError> {
+        if t <= 16 {
+            // SAFETY: t <= 16 and from + 16 <= from + t + 16 <= src.len() (the contract).
+            unsafe { self.short_literals(src, from, t) }
+        } else {
+            // SAFETY: the contract.
+            unsafe { self.literals_wide(src, from, t) }
+        }
     }
 
     /// Writes the `t >= 1` literals `src[from..from + t]`, copying 16-byte blocks when the
@@ -430,10 +457,24 @@ impl<'a> Output<'a> {
     /// Writes an LZO-RLE zero-run token for `run` (4..=2051) zero bytes.
     #[inline(always)]
     fn zero_run(&mut self, run: usize) -> Result<(), CompressError> {
-        let r = run - MIN_ZERO_RUN;
-        self.put(&[M4_MARKER | 8 | (r & 7) as u8, 0xFC, 0xFF, (r >> 3) as u8])?;
-        self.s_at = self.pos - 3;
+        self.reserve(ZERO_RUN_LEN)?;
+        // SAFETY: the room was reserved just above.
+        unsafe { self.zero_run_unchecked(run) };
         Ok(())
+    }
+
+    /// [`zero_run`](Self::zero_run) without the budget check.
+    ///
+    /// # Safety
+    ///
+    /// `room() >= ZERO_RUN_LEN`.
+    #[inline(always)]
+    unsafe fn zero_run_unchecked(&mut self, run: usize) {
+        let r = run - MIN_ZERO_RUN;
+        for b in [M4_MARKER | 8 | (r & 7) as u8, 0xFC, 0xFF, (r >> 3) as u8] {
+            self.push(b);
+        }
+        self.s_at = self.pos - 3;
     }
 }
 
@@ -535,15 +576,19 @@ fn compress_chunk(
             ii -= pending;
             pending = 0;
             let t = ip - ii;
-            if t <= 16 {
-                // SAFETY: ii + 16 <= ip + 16 < ip_end + 16 <= end == src.len().
-                unsafe { out.short_literals(src, ii, t)? };
-            } else {
-                // SAFETY: ip + 16 < ip_end + 16 <= end == src.len().
-                unsafe { out.literals_wide(src, ii, t)? };
-            }
             if run > 0 {
-                out.zero_run(run)?;
+                if t <= 16 && out.room() >= SHORT_LITERALS_ROOM + ZERO_RUN_LEN {
+                    // SAFETY: t <= 16, ii + 16 <= ip + 16 < ip_end + 16 <= end == src.len(),
+                    // and the room for both was checked.
+                    unsafe {
+                        out.short_literals_unchecked(src, ii, t);
+                        out.zero_run_unchecked(run);
+                    }
+                } else {
+                    // SAFETY: ii + t = ip < ip_end = end - 20, so ii + t + 16 <= src.len().
+                    unsafe { out.literal_run(src, ii, t)? };
+                    out.zero_run(run)?;
+                }
                 ip += run;
                 ii = ip;
                 lits = 0;
@@ -581,7 +626,19 @@ fn compress_chunk(
             if format == Format::Rle && dist > M3_MAX_OFFSET && rle_ambiguous(m_len, dist - 0x4000) {
                 m_len = 260;
             }
-            out.match_(m_len, dist)?;
+            if t <= 16 && m_len <= PAGE_SIZE && out.room() >= SHORT_LITERALS_ROOM + MATCH_ROOM {
+                // The usual case: one budget check for the literals and the match.
+                // SAFETY: t <= 16, ii + 16 <= ip + 16 < ip_end + 16 <= end == src.len(),
+                // 4 <= m_len <= PAGE_SIZE, and the room for both was checked.
+                unsafe {
+                    out.short_literals_unchecked(src, ii, t);
+                    out.match_unchecked(m_len, dist);
+                }
+            } else {
+                // SAFETY: ii + t = ip < ip_end = end - 20, so ii + t + 16 <= src.len().
+                unsafe { out.literal_run(src, ii, t)? };
+                out.match_(m_len, dist)?;
+            }
             ip += m_len;
             ii = ip;
             lits = 0;
@@ -636,7 +693,7 @@ mod tests {
     fn the_unchecked_rooms_hold_what_they_are_for() {
         // Every kind of match within a page, up to the longest, fits MATCH_ROOM when each
         // write is checked (the unchecked form relies on that), and the longest needs all of
-        // it; 16 literals with their header fit SHORT_LITERALS_ROOM.
+        // it; 16 literals with their header fit SHORT_LITERALS_ROOM, a token ZERO_RUN_LEN.
         let mut buf = [0u8; MATCH_ROOM];
         let mut most = 0;
         for len in [4, 8, 9, 33, 34, 288, 289, PAGE_SIZE] {
@@ -652,5 +709,9 @@ mod tests {
         let mut out = Output::new(&mut buf);
         assert_eq!(out.literals(&src[..16]), Ok(()));
         assert_eq!(out.pos, SHORT_LITERALS_ROOM);
+        let mut buf = [0u8; ZERO_RUN_LEN];
+        let mut out = Output::new(&mut buf);
+        assert_eq!(out.zero_run(MAX_ZERO_RUN), Ok(()));
+        assert_eq!(out.pos, ZERO_RUN_LEN);
     }
 }

@@ -206,13 +206,8 @@ impl PageCompressor {
                     }
                 } else {
                     // A long literal run, or near the end of the budget: each write checked.
-                    if lits <= 16 {
-                        // SAFETY: ii + 16 <= ip + 16 < IP_END + 16 <= src.len().
-                        unsafe { out.short_literals(src, ii, lits)? };
-                    } else {
-                        // SAFETY: ip + 16 < IP_END + 16 <= src.len().
-                        unsafe { out.literals_wide(src, ii, lits)? };
-                    }
+                    // SAFETY: ii + lits = ip < IP_END, so ii + lits + 16 <= src.len().
+                    unsafe { out.literal_run(src, ii, lits)? };
                     out.match_(m_len, dist)?;
                 }
                 if dist != rep0.distance {
