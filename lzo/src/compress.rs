@@ -170,11 +170,16 @@ impl Compressor {
 }
 
 /// Room [`Output::short_literals_unchecked`] needs: a header byte and a 16-byte block.
-pub(crate) const SHORT_LITERALS_ROOM: usize = 1 + 16;
+const SHORT_LITERALS_ROOM: usize = 1 + 16;
 
-/// Room [`Output::match_unchecked`] needs for any match within a page: marker, the longest
-/// length extension (after the smallest opcode maximum, M4's) and two distance bytes.
-pub(crate) const MATCH_ROOM: usize = 1 + Output::extension_len(PAGE_SIZE - M4_MAX_LEN) + 2;
+/// Room [`Output::match_unchecked`] needs for any match of up to a page: marker, the
+/// longest length extension (after the smallest opcode maximum, M4's) and two distance
+/// bytes.
+const MATCH_ROOM: usize = 1 + Output::extension_len(PAGE_SIZE - M4_MAX_LEN) + 2;
+
+/// Room [`Output::literals_and_match`] writes a step in after one budget check: up to 16
+/// literals with their header, then a match of up to a page.
+const STEP_ROOM: usize = SHORT_LITERALS_ROOM + MATCH_ROOM;
 
 /// Length of an LZO-RLE zero-run token.
 const ZERO_RUN_LEN: usize = 4;
@@ -292,6 +297,38 @@ impl<'a> Output<'a> {
         Ok(())
     }
 
+    /// Writes the `t` literals a scan found, `src[from..from + t]`, and the match after them
+    /// (`len >= 4` bytes at `dist`): the compressors' most frequent writes. While up to 16
+    /// literals and a match of up to a page fit ([`STEP_ROOM`]), both are written after that
+    /// one check; otherwise each piece is checked.
+    ///
+    /// # Safety
+    ///
+    /// `from + t + 16 <= src.len()`.
+    #[inline(always)]
+    pub(crate) unsafe fn literals_and_match(
+        &mut self,
+        src: &[u8],
+        from: usize,
+        t: usize,
+        len: usize,
+        dist: usize,
+    ) -> Result<(), CompressError> {
+        if t <= 16 && len <= PAGE_SIZE && self.room() >= STEP_ROOM {
+            // SAFETY: t <= 16, from + 16 <= src.len() (the contract), 4 <= len <= PAGE_SIZE,
+            // and the room for both was checked.
+            unsafe {
+                self.short_literals_unchecked(src, from, t);
+                self.match_unchecked(len, dist);
+            }
+            Ok(())
+        } else {
+            // SAFETY: the caller's contract.
+            unsafe { self.literal_run(src, from, t)? };
+            self.match_(len, dist)
+        }
+    }
+
     /// Writes the `t` literals a scan found before a match or token, `src[from..from + t]`,
     /// with [`short_literals`](Self::short_literals) or
     /// [`literals_wide`](Self::literals_wide), every write checked.
@@ -300,12 +337,7 @@ impl<'a> Output<'a> {
     ///
     /// `from + t + 16 <= src.len()`.
     #[inline(always)]
-    pub(crate) unsafe fn literal_run(
-        &mut self,
-        src: &[u8],
-        from: usize,
-        t: usize,
-    ) -> Result<(), CompressError> {
+    unsafe fn literal_run(&mut self, src: &[u8], from: usize, t: usize) -> Result<(), CompressError> {
         if t <= 16 {
             // SAFETY: t <= 16 and from + 16 <= from + t + 16 <= src.len() (the contract).
             unsafe { self.short_literals(src, from, t) }
@@ -382,7 +414,7 @@ impl<'a> Output<'a> {
     ///
     /// `t <= 16`, `from + 16 <= src.len()` and `room() >= SHORT_LITERALS_ROOM`.
     #[inline(always)]
-    pub(crate) unsafe fn short_literals_unchecked(&mut self, src: &[u8], from: usize, t: usize) {
+    unsafe fn short_literals_unchecked(&mut self, src: &[u8], from: usize, t: usize) {
         debug_assert!(t <= 16 && from + 16 <= src.len() && self.room() >= SHORT_LITERALS_ROOM);
         let s_bits = if t <= 3 { t as u8 } else { 0 };
         // SAFETY: `s_at < pos` or both are 0, and `pos + 17 <= buf.len()` (the caller's
@@ -410,7 +442,7 @@ impl<'a> Output<'a> {
     ///
     /// `4 <= len <= PAGE_SIZE` and `room() >= MATCH_ROOM`.
     #[inline(always)]
-    pub(crate) unsafe fn match_unchecked(&mut self, len: usize, dist: usize) {
+    unsafe fn match_unchecked(&mut self, len: usize, dist: usize) {
         debug_assert!((4..=PAGE_SIZE).contains(&len) && self.room() >= MATCH_ROOM);
         // Without checks nothing can fail.
         let _ = self.write_match::<false>(len, dist);
@@ -626,19 +658,8 @@ fn compress_chunk(
             if format == Format::Rle && dist > M3_MAX_OFFSET && rle_ambiguous(m_len, dist - 0x4000) {
                 m_len = 260;
             }
-            if t <= 16 && m_len <= PAGE_SIZE && out.room() >= SHORT_LITERALS_ROOM + MATCH_ROOM {
-                // The usual case: one budget check for the literals and the match.
-                // SAFETY: t <= 16, ii + 16 <= ip + 16 < ip_end + 16 <= end == src.len(),
-                // 4 <= m_len <= PAGE_SIZE, and the room for both was checked.
-                unsafe {
-                    out.short_literals_unchecked(src, ii, t);
-                    out.match_unchecked(m_len, dist);
-                }
-            } else {
-                // SAFETY: ii + t = ip < ip_end = end - 20, so ii + t + 16 <= src.len().
-                unsafe { out.literal_run(src, ii, t)? };
-                out.match_(m_len, dist)?;
-            }
+            // SAFETY: ii + t = ip < ip_end = end - 20, so ii + t + 16 <= src.len().
+            unsafe { out.literals_and_match(src, ii, t, m_len, dist)? };
             ip += m_len;
             ii = ip;
             lits = 0;
@@ -691,7 +712,7 @@ mod tests {
 
     #[test]
     fn the_unchecked_rooms_hold_what_they_are_for() {
-        // Every kind of match within a page, up to the longest, fits MATCH_ROOM when each
+        // Every kind of match of up to a page, the longest too, fits MATCH_ROOM when each
         // write is checked (the unchecked form relies on that), and the longest needs all of
         // it; 16 literals with their header fit SHORT_LITERALS_ROOM, a token ZERO_RUN_LEN.
         let mut buf = [0u8; MATCH_ROOM];
