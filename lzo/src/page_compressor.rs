@@ -193,9 +193,10 @@ impl PageCompressor {
                     }
                 };
                 let dist = ip - m_pos;
-                // SAFETY: a short match has 4..=7 bytes; the extension loop runs only while
-                // ip + m_len < IP_END and adds at most 8, so m_len < IP_END + 8 - ip, below
-                // PAGE_SIZE. (Said so that the step's own check of it compiles away.)
+                // SAFETY: a short match has 4..=7 bytes. The extension loop starts a round
+                // only while ip + m_len < IP_END + 8 and adds at most 8, so m_len < IP_END +
+                // 16 - ip <= PAGE_SIZE - 4. (Said so that the step's check of it compiles
+                // away.)
                 unsafe { core::hint::assert_unchecked(m_len <= PAGE_SIZE) };
                 // SAFETY: ii + lits = ip < IP_END, so ii + lits + 16 <= src.len().
                 unsafe { out.literals_and_match(src, ii, lits, m_len, dist)? };
