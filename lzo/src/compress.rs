@@ -329,6 +329,37 @@ impl<'a> Output<'a> {
         }
     }
 
+    /// Writes the `t` literals a scan found, `src[from..from + t]`, and the LZO-RLE zero-run
+    /// token for `run` zero bytes after them, as
+    /// [`literals_and_match`](Self::literals_and_match) writes a match: after one check while
+    /// up to 16 literals and the token fit, otherwise each piece checked.
+    ///
+    /// # Safety
+    ///
+    /// `from + t + 16 <= src.len()`.
+    #[inline(always)]
+    unsafe fn literals_and_zero_run(
+        &mut self,
+        src: &[u8],
+        from: usize,
+        t: usize,
+        run: usize,
+    ) -> Result<(), CompressError> {
+        if t <= 16 && self.room() >= SHORT_LITERALS_ROOM + ZERO_RUN_LEN {
+            // SAFETY: t <= 16, from + 16 <= src.len() (the contract), and the room for both
+            // was checked.
+            unsafe {
+                self.short_literals_unchecked(src, from, t);
+                self.zero_run_unchecked(run);
+            }
+            Ok(())
+        } else {
+            // SAFETY: the caller's contract.
+            unsafe { self.literal_run(src, from, t)? };
+            self.zero_run(run)
+        }
+    }
+
     /// Writes the `t` literals a scan found before a match or token, `src[from..from + t]`,
     /// with [`short_literals`](Self::short_literals) or
     /// [`literals_wide`](Self::literals_wide), every write checked.
@@ -609,18 +640,8 @@ fn compress_chunk(
             pending = 0;
             let t = ip - ii;
             if run > 0 {
-                if t <= 16 && out.room() >= SHORT_LITERALS_ROOM + ZERO_RUN_LEN {
-                    // SAFETY: t <= 16, ii + 16 <= ip + 16 < ip_end + 16 <= end == src.len(),
-                    // and the room for both was checked.
-                    unsafe {
-                        out.short_literals_unchecked(src, ii, t);
-                        out.zero_run_unchecked(run);
-                    }
-                } else {
-                    // SAFETY: ii + t = ip < ip_end = end - 20, so ii + t + 16 <= src.len().
-                    unsafe { out.literal_run(src, ii, t)? };
-                    out.zero_run(run)?;
-                }
+                // SAFETY: ii + t = ip < ip_end = end - 20, so ii + t + 16 <= src.len().
+                unsafe { out.literals_and_zero_run(src, ii, t, run)? };
                 ip += run;
                 ii = ip;
                 lits = 0;

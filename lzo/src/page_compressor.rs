@@ -63,6 +63,8 @@ const TABLE_BITS: u32 = 12;
 const TABLE_SIZE: usize = 1 << TABLE_BITS;
 /// Bits of an entry that hold the position (pages have 4096 bytes).
 const POSITION_MASK: u64 = 0x0FFF;
+/// Where an entry's generation starts: bits 12..16 (just above the position).
+const GENERATION_SHIFT: u32 = 12;
 /// Generations run 1..=15 in bits 12..16 of an entry; 0 marks a cleared entry.
 const LAST_GENERATION: u16 = 15;
 /// Bits of an entry that must equal the probe's key for a hit: the generation (bits
@@ -119,7 +121,7 @@ impl PageCompressor {
             self.generation = 0;
         }
         self.generation += 1;
-        let tag = u64::from(self.generation) << 12;
+        let tag = u64::from(self.generation) << GENERATION_SHIFT;
 
         let src: &[u8] = page;
         let mut out = Output::new(dst);
@@ -411,7 +413,7 @@ mod tests {
             let n = c.compress(page, &mut out).unwrap();
             let mut held = [false; PAGE_SIZE];
             for &entry in &c.entries {
-                if (entry >> 12) & 0xF == u64::from(c.generation) {
+                if (entry >> GENERATION_SHIFT) & u64::from(LAST_GENERATION) == u64::from(c.generation) {
                     held[(entry & POSITION_MASK) as usize] = true;
                 }
             }
