@@ -555,10 +555,16 @@ pub(crate) unsafe fn le64(src: &[u8], i: usize) -> u64 {
 
 /// The kernel's miss step: with `lits` literals pending and no match at the probed position,
 /// the next probe lies `1 + lits / 32` bytes further on, so the scan speeds up through data
-/// that does not compress. Returns the pending literals at that next probe.
+/// that does not compress.
 #[inline(always)]
-pub(crate) const fn after_miss(lits: usize) -> usize {
-    lits + 1 + (lits >> 5)
+pub(crate) const fn miss_step(lits: usize) -> usize {
+    1 + (lits >> 5)
+}
+
+/// The pending literals at the probe after a miss with `lits` pending ([`miss_step`]).
+#[inline(always)]
+const fn after_miss(lits: usize) -> usize {
+    lits + miss_step(lits)
 }
 
 /// The kernel's multiplicative hash of 4 input bytes, `bits` wide.

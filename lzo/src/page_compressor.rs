@@ -55,7 +55,7 @@
 
 use pagecodec::{CompressError, PAGE_SIZE};
 
-use crate::compress::{Output, after_miss, hash_bits, le64};
+use crate::compress::{Output, hash_bits, le64, miss_step};
 
 /// log2 of the table's entry count.
 const TABLE_BITS: u32 = 12;
@@ -129,15 +129,18 @@ impl PageCompressor {
         let mut ii = 0;
         // `lits`: the pending literals, `ip - ii`. The miss step is computed from this
         // copy, so that only it (shift, add, add) lies on the chain from one probe to the
-        // next, and `ip` follows with one addition off that chain.
+        // next, and `ip` follows with one addition off that chain: the step itself, added
+        // to both (as `ip = ii + lits` it took one instruction more per miss, and about 1%
+        // more ticks on captured pages; SPEC.md section 5).
         let mut lits = FIRST_PROBE - 1;
         // The first step below makes both FIRST_PROBE, as the kernel's scan starts.
-        let mut ip;
+        let mut ip = lits;
         // The last two matches' distances (distinct), tried before the table.
         let (mut rep0, mut rep1) = (Recent::new(src, REP_START[0]), Recent::new(src, REP_START[1]));
         'literal: loop {
-            lits = after_miss(lits);
-            ip = ii + lits;
+            let step = miss_step(lits);
+            lits += step;
+            ip += step;
             loop {
                 if ip >= IP_END {
                     break 'literal;
