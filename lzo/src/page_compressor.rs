@@ -130,8 +130,8 @@ impl PageCompressor {
         // `lits`: the pending literals, `ip - ii`. The miss step is computed from this
         // copy, so that only it (shift, add, add) lies on the chain from one probe to the
         // next, and `ip` follows with one addition off that chain: the step itself, added
-        // to both (as `ip = ii + lits` it took one instruction more per miss, and about 1%
-        // more ticks on captured pages; SPEC.md section 5).
+        // to both (as `ip = ii + lits` it took one instruction more per miss, and 0-1% more
+        // ticks in a same-process comparison; SPEC.md section 5).
         let mut lits = FIRST_PROBE - 1;
         // The first step below makes both FIRST_PROBE, as the kernel's scan starts.
         let mut ip = lits;
@@ -141,6 +141,7 @@ impl PageCompressor {
             let step = miss_step(lits);
             lits += step;
             ip += step;
+            debug_assert_eq!(ip, ii + lits);
             loop {
                 if ip >= IP_END {
                     break 'literal;
