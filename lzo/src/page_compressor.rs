@@ -129,12 +129,12 @@ impl PageCompressor {
         let mut ii = 0;
         // `lits`: the pending literals, `ip - ii`. The miss step is computed from this
         // copy, so that only it (shift, add, add) lies on the chain from one probe to the
-        // next, and `ip` follows with one addition off that chain: the step itself, added
-        // to both (as `ip = ii + lits` it took one instruction more per miss, and 0-1% more
-        // ticks in a same-process comparison; SPEC.md section 5).
+        // next, and `ip` takes the same step, one addition off that chain (deriving `ip` as
+        // `ii + lits` took one instruction more per miss: 0-1% more ticks in a
+        // same-process comparison; SPEC.md section 5).
         let mut lits = FIRST_PROBE - 1;
         // The first step below makes both FIRST_PROBE, as the kernel's scan starts.
-        let mut ip = lits;
+        let mut ip = ii + lits;
         // The last two matches' distances (distinct), tried before the table.
         let (mut rep0, mut rep1) = (Recent::new(src, REP_START[0]), Recent::new(src, REP_START[1]));
         'literal: loop {
