@@ -44,6 +44,9 @@ pub struct RunOptions {
     pub class_pages: usize,
     /// Show a progress line on a terminal.
     pub progress: bool,
+    /// Measure the corpora this many times and end with each codec's median and range over
+    /// the runs (1: one run, no summary; 0 counts as 1). The plot shows the first run.
+    pub runs: usize,
 }
 
 impl Default for RunOptions {
@@ -60,6 +63,7 @@ impl Default for RunOptions {
             no_capture: false,
             class_pages: 0,
             progress: true,
+            runs: 1,
         }
     }
 }
@@ -190,7 +194,9 @@ pub struct RunReport {
     pub incompressible_above_bytes: usize,
     /// The corpora.
     pub corpora: Vec<CorpusInfo>,
-    /// One entry per codec per corpus.
+    /// How many times the corpora were measured.
+    pub runs: usize,
+    /// One entry per codec per corpus per run (`Summary::run`), run after run.
     pub results: Vec<Summary>,
     /// Load averages when the run ended.
     pub load_after: Option<[f64; 3]>,
@@ -279,14 +285,31 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, AnyError> {
     ));
     let started = Instant::now();
     let mut progress = Progress::new(opts.progress);
-    let mut results = Vec::new();
-    for c in &corpora {
-        let runs = measure::run_corpus(&timer, c, &mut codecs, opts.reps, opts.order, &mut progress)?;
-        let summaries = report::summarize(&timer, &runs);
+    let run_count = opts.runs.max(1);
+    let mut per_run: Vec<Vec<Summary>> = Vec::new();
+    for run in 1..=run_count {
+        if run_count > 1 {
+            log.line("");
+            log.line(format!("==== run {run} of {run_count}, {} ====", utc_now()));
+        }
+        let mut results = Vec::new();
+        for c in &corpora {
+            let runs = measure::run_corpus(&timer, c, &mut codecs, opts.reps, opts.order, &mut progress)?;
+            let mut summaries = report::summarize(&timer, &runs);
+            summaries.iter_mut().for_each(|s| s.run = run);
+            log.line("");
+            log.line(format!("== {}: {} pages ==", c.name, c.pages.len()));
+            log.line(report::table(&summaries));
+            results.extend(summaries);
+        }
+        per_run.push(results);
+    }
+    if run_count > 1 {
         log.line("");
-        log.line(format!("== {}: {} pages ==", c.name, c.pages.len()));
-        log.line(report::table(&summaries));
-        results.extend(summaries);
+        log.line(format!(
+            "== over the {run_count} runs: each codec's median ticks and its ratios to C in the same run =="
+        ));
+        log.line(report::runs_table(&per_run));
     }
     let seconds = started.elapsed().as_secs_f64();
     let load_after = timing::load_average();
@@ -310,14 +333,15 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, AnyError> {
             .iter()
             .map(|c| CorpusInfo { name: c.name.clone(), origin: c.origin.clone(), pages: c.pages.len() })
             .collect(),
-        results,
+        runs: run_count,
+        results: per_run.concat(),
         load_after,
         seconds,
     };
     if let Some(path) = &opts.plot {
         let title =
             format!("pagebench: ratio vs throughput, {} ({})", report.machine.cpu, report.machine.date);
-        std::fs::write(path, report::plot_svg(&report.results, &title))?;
+        std::fs::write(path, report::plot_svg(&per_run[0], &title))?;
         log.line(format!("plot written to {}", path.display()));
     }
     if opts.json {
@@ -577,6 +601,33 @@ mod tests {
         let back: serde_json::Value = serde_json::from_str(&json).unwrap();
         assert_eq!(back["corpora"][0]["pages"], pages.len());
         assert!(std::fs::read_to_string(&plot).unwrap().contains("</svg>"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn several_runs_report_every_codec_once_per_run() {
+        let dir = std::env::temp_dir().join(format!("pagebench-runs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("few.pages");
+        let pages = [pagecodec::testing::generate(pagecodec::testing::PageClass::Text, 2)];
+        corpus::write_pages(&path, &pages).unwrap();
+        let codecs = ["lzo", "liblzo2", "lz4"].map(String::from).to_vec();
+        let opts = RunOptions {
+            corpus_files: vec![path],
+            codecs,
+            reps: 1,
+            progress: false,
+            runs: 3,
+            ..RunOptions::default()
+        };
+        let report = run(&opts).unwrap();
+        assert_eq!(report.runs, 3);
+        assert_eq!(report.results.len(), 9);
+        for (i, r) in report.results.iter().enumerate() {
+            assert_eq!(r.run, 1 + i / 3, "run after run");
+        }
+        let lzo = report.results.iter().find(|r| r.codec == "lzo").unwrap();
+        assert!(lzo.compress.vs_liblzo2.is_some() && lzo.decompress.vs_lz4.is_some());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -79,6 +79,11 @@ struct RunArgs {
     /// No progress line.
     #[arg(long)]
     quiet: bool,
+    /// Measure the corpora N times (the pages are captured or read once), then print each
+    /// codec's median and range over the runs of its median ticks and of its ratios to C
+    /// liblzo2 and C LZ4 in the same run.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100), conflicts_with = "plot")]
+    runs: u32,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -174,6 +179,7 @@ impl RunArgs {
             no_capture: self.no_capture,
             class_pages: self.classes,
             progress: !self.quiet,
+            runs: self.runs as usize,
         }
     }
 }
@@ -265,6 +271,16 @@ mod tests {
         // Top-level flags work without the subcommand too.
         assert!(parse(&["--json", "--codec", "lz4"]).unwrap().run.json);
         assert!(parse(&["--reps", "0"]).is_err());
+        assert_eq!(o.runs, 1, "one run unless asked");
+    }
+
+    #[test]
+    fn runs_parse_and_exclude_the_plot() {
+        let cli = parse(&["run", "--corpus", "a.pages", "--runs", "8"]).unwrap();
+        let Some(Command::Run(args)) = cli.command else { panic!("not run") };
+        assert_eq!(args.options().runs, 8);
+        assert!(parse(&["--runs", "0"]).is_err());
+        assert!(parse(&["--runs", "2", "--plot", "x.svg"]).is_err(), "the plot shows one run");
     }
 
     #[test]

@@ -32,11 +32,16 @@ pub struct Speed {
     pub mb_per_s_median: f64,
     /// Median ticks relative to C LZ4's on the same pages (when LZ4 ran).
     pub vs_lz4: Option<f64>,
+    /// Median ticks relative to C liblzo2's on the same pages (when liblzo2 ran): the
+    /// baseline of the LZO targets.
+    pub vs_liblzo2: Option<f64>,
 }
 
 /// Every figure of one codec on one corpus.
 #[derive(Clone, Debug, Serialize)]
 pub struct Summary {
+    /// Which measurement of the same corpora this is, from 1 (`run --runs N` repeats it).
+    pub run: usize,
     /// Corpus name.
     pub corpus: String,
     /// Codec name.
@@ -65,14 +70,24 @@ pub struct Summary {
     pub decompress: Speed,
 }
 
-fn speed(timer: &Timer, ticks: &[u64], lz4_median: Option<u64>) -> Speed {
+/// The peers whose median ticks every codec's are divided by, in the same run.
+struct Peers {
+    lz4: Option<u64>,
+    liblzo2: Option<u64>,
+}
+
+fn speed(timer: &Timer, ticks: &[u64], peers: Peers) -> Speed {
     let mut sorted = ticks.to_vec();
     let stats = TickStats::from_ticks(&mut sorted);
+    let over = |peer: Option<u64>| {
+        peer.filter(|&m| m > 0 && stats.count > 0).map(|m| stats.median as f64 / m as f64)
+    };
     Speed {
         ns_median: timer.ns(stats.median as f64),
         ns_mean: timer.ns(stats.mean),
         mb_per_s_median: timer.mb_per_sec(PAGE_SIZE as f64, stats.median as f64),
-        vs_lz4: lz4_median.filter(|&m| m > 0 && stats.count > 0).map(|m| stats.median as f64 / m as f64),
+        vs_lz4: over(peers.lz4),
+        vs_liblzo2: over(peers.liblzo2),
         ticks: stats,
     }
 }
@@ -82,13 +97,17 @@ fn median(ticks: &[u64]) -> u64 {
     TickStats::from_ticks(&mut v).median
 }
 
-/// Summarises the runs of one corpus (runs of other corpora are ignored for the LZ4 baseline).
+/// Summarises the runs of one corpus (runs of other corpora are ignored for the C LZ4 and
+/// C liblzo2 baselines).
 pub fn summarize(timer: &Timer, runs: &[CodecRun]) -> Vec<Summary> {
     runs.iter()
         .map(|run| {
-            let lz4 = runs.iter().find(|r| r.codec == "lz4" && r.corpus == run.corpus);
-            let lz4_c = lz4.map(|r| median(&r.compress_ticks));
-            let lz4_d = lz4.map(|r| median(&r.decompress_ticks));
+            let peer = |name: &str| runs.iter().find(|r| r.codec == name && r.corpus == run.corpus);
+            let (lz4, liblzo2) = (peer("lz4"), peer("liblzo2"));
+            let peers = |ticks: fn(&CodecRun) -> &Vec<u64>| Peers {
+                lz4: lz4.map(|r| median(ticks(r))),
+                liblzo2: liblzo2.map(|r| median(ticks(r))),
+            };
             let ok: Vec<u32> = run.sizes.iter().flatten().copied().collect();
             let pages = run.sizes.len();
             let incompressible =
@@ -100,6 +119,7 @@ pub fn summarize(timer: &Timer, runs: &[CodecRun]) -> Vec<Summary> {
                 .sum();
             let original = (pages * PAGE_SIZE) as u64;
             Summary {
+                run: 1,
                 corpus: run.corpus.clone(),
                 codec: run.codec.clone(),
                 pages,
@@ -119,8 +139,8 @@ pub fn summarize(timer: &Timer, runs: &[CodecRun]) -> Vec<Summary> {
                 stored_bytes: stored,
                 ratio: if stored == 0 { 0.0 } else { original as f64 / stored as f64 },
                 stored_percent: if original == 0 { 0.0 } else { stored as f64 * 100.0 / original as f64 },
-                compress: speed(timer, &run.compress_ticks, lz4_c),
-                decompress: speed(timer, &run.decompress_ticks, lz4_d),
+                compress: speed(timer, &run.compress_ticks, peers(|r| &r.compress_ticks)),
+                decompress: speed(timer, &run.decompress_ticks, peers(|r| &r.decompress_ticks)),
             }
         })
         .collect()
@@ -161,12 +181,12 @@ pub fn table(summaries: &[Summary]) -> String {
     let _ = writeln!(s);
     let _ = writeln!(
         s,
-        "{:<12} {:<4} | {:>6} {:>7} {:>8} {:>7} {:>8} | {:>8} {:>7} | {:>6}",
-        "codec", "", "min", "median", "mean", "p99", "max", "ns/page", "MB/s", "vs lz4"
+        "{:<12} {:<4} | {:>6} {:>7} {:>8} {:>7} {:>8} | {:>8} {:>7} | {:>6} {:>10}",
+        "codec", "", "min", "median", "mean", "p99", "max", "ns/page", "MB/s", "vs lz4", "vs liblzo2"
     );
     let _ = writeln!(
         s,
-        "{:<12} {:<4} | {:^42} | {:^16} | {:>6}",
+        "{:<12} {:<4} | {:^42} | {:^16} | {:^17}",
         "", "", "TSC ticks per page", "at median", "median"
     );
     for r in summaries {
@@ -176,14 +196,14 @@ pub fn table(summaries: &[Summary]) -> String {
                 let name = if dir == "comp" { r.codec.as_str() } else { "" };
                 let _ = writeln!(
                     s,
-                    "{name:<12} {dir:<4} | {:^42} | {:^16} | {:>6}",
-                    "(no page compressed)", "-", "-"
+                    "{name:<12} {dir:<4} | {:^42} | {:^16} | {:>6} {:>10}",
+                    "(no page compressed)", "-", "-", "-"
                 );
                 continue;
             }
             let _ = writeln!(
                 s,
-                "{:<12} {:<4} | {:>6} {:>7} {:>8.0} {:>7} {:>8} | {:>8.0} {:>7.0} | {:>6}",
+                "{:<12} {:<4} | {:>6} {:>7} {:>8.0} {:>7} {:>8} | {:>8.0} {:>7.0} | {:>6} {:>10}",
                 if dir == "comp" { r.codec.as_str() } else { "" },
                 dir,
                 t.min,
@@ -193,11 +213,67 @@ pub fn table(summaries: &[Summary]) -> String {
                 t.max,
                 sp.ns_median,
                 sp.mb_per_s_median,
-                vs(sp.vs_lz4)
+                vs(sp.vs_lz4),
+                vs(sp.vs_liblzo2)
             );
         }
     }
     s
+}
+
+/// The summary of several measurements of the same corpora (`run --runs N`): for each codec
+/// on each corpus and each direction, the median over runs of its median ticks and of its
+/// ratios to C liblzo2 and C LZ4 in the same run, each with its range. The targets are such
+/// ratios, and on a shared machine they move from run to run, so one run cannot tell
+/// whether a target holds.
+pub fn runs_table(runs: &[Vec<Summary>]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:<10} {:<12} {:<4} | {:>20} | {:>22} | {:>22}",
+        "corpus", "codec", "", "median ticks", "vs liblzo2", "vs lz4"
+    );
+    let over = format!("median over {} runs (min-max)", runs.len());
+    let line = format!("{:<10} {:<12} {:<4} | {over:^68}", "", "", "");
+    let _ = writeln!(s, "{}", line.trim_end());
+    let Some(first) = runs.first() else { return s };
+    for r in first {
+        let same: Vec<&Summary> = runs
+            .iter()
+            .filter_map(|run| run.iter().find(|x| x.corpus == r.corpus && x.codec == r.codec))
+            .collect();
+        for (dir, speeds) in [
+            ("comp", same.iter().map(|x| &x.compress).collect::<Vec<_>>()),
+            ("dec", same.iter().map(|x| &x.decompress).collect()),
+        ] {
+            let speeds: Vec<&Speed> = speeds.into_iter().filter(|sp| sp.ticks.count > 0).collect();
+            if speeds.is_empty() {
+                continue;
+            }
+            let ticks =
+                spread(speeds.iter().map(|sp| sp.ticks.median as f64).collect(), |v| format!("{v:.0}"));
+            let liblzo2 =
+                spread(speeds.iter().filter_map(|sp| sp.vs_liblzo2).collect(), |v| format!("{v:.3}x"));
+            let lz4 = spread(speeds.iter().filter_map(|sp| sp.vs_lz4).collect(), |v| format!("{v:.3}x"));
+            let _ = writeln!(
+                s,
+                "{:<10} {:<12} {dir:<4} | {ticks:>20} | {liblzo2:>22} | {lz4:>22}",
+                r.corpus, r.codec
+            );
+        }
+    }
+    s
+}
+
+/// `median (min-max)` of `values` (the mean of the middle two for an even count), or "-".
+fn spread(mut values: Vec<f64>, show: impl Fn(f64) -> String) -> String {
+    let n = values.len();
+    if n == 0 {
+        return "-".into();
+    }
+    values.sort_by(f64::total_cmp);
+    let median = if n % 2 == 1 { values[n / 2] } else { (values[n / 2 - 1] + values[n / 2]) / 2.0 };
+    format!("{} ({}-{})", show(median), show(values[0]), show(values[n - 1]))
 }
 
 /// Escapes text for SVG/XML.
@@ -408,6 +484,58 @@ mod tests {
     }
 
     #[test]
+    fn ratios_to_liblzo2_come_from_the_same_corpus() {
+        let timer = Timer::with_clock(Clock::Instant);
+        let mut r = runs();
+        r.push(CodecRun {
+            codec: "liblzo2".into(),
+            corpus: "a".into(),
+            sizes: vec![Some(10); 3],
+            compress_ticks: vec![400, 400, 400],
+            decompress_ticks: vec![40, 40, 40],
+        });
+        let s = summarize(&timer, &r);
+        assert_eq!(s[0].compress.vs_liblzo2, Some(0.5));
+        assert_eq!(s[0].decompress.vs_liblzo2, Some(1.5));
+        assert_eq!(s[1].decompress.vs_liblzo2, Some(2.5));
+        // Corpus b has no liblzo2 run: no ratio, rather than one to corpus a's.
+        assert_eq!(s[2].compress.vs_liblzo2, None);
+        assert_eq!(s[3].compress.vs_liblzo2, Some(1.0));
+        let t = table(&s);
+        assert!(t.contains("vs liblzo2") && t.contains("0.50x"), "{t}");
+    }
+
+    #[test]
+    fn spread_gives_the_median_and_range() {
+        let show = |v: f64| format!("{v}");
+        assert_eq!(spread(vec![3.0, 1.0, 2.0], show), "2 (1-3)");
+        assert_eq!(spread(vec![4.0, 1.0, 2.0, 3.0], show), "2.5 (1-4)", "even count: the middle two's mean");
+        assert_eq!(spread(vec![], show), "-");
+    }
+
+    #[test]
+    fn runs_table_takes_each_codec_over_the_runs() {
+        let timer = Timer::with_clock(Clock::Instant);
+        let mut per_run = Vec::new();
+        for (k, lz4_compress) in [(1, 100), (2, 400), (3, 200)] {
+            let mut r = runs();
+            r[0].compress_ticks = vec![lz4_compress; 3];
+            let mut s = summarize(&timer, &r);
+            s.iter_mut().for_each(|x| x.run = k);
+            per_run.push(s);
+        }
+        let t = runs_table(&per_run);
+        assert!(t.contains("median over 3 runs"), "{t}");
+        // x<&> compresses in 200 ticks every run: 2x, 0.5x and 1x of C LZ4's.
+        let row = t.lines().find(|l| l.starts_with("a") && l.contains("x<&>") && l.contains("comp")).unwrap();
+        assert!(row.contains("200 (200-200)") && row.contains("1.000x (0.500x-2.000x)"), "{row}");
+        // No liblzo2 in these runs, and codec b/lz4 keeps its own corpus.
+        assert!(row.contains(" - "), "{row}");
+        assert!(t.lines().any(|l| l.starts_with("b") && l.contains("lz4")), "{t}");
+        assert_eq!(runs_table(&[]).lines().count(), 2, "a header, nothing to summarise");
+    }
+
+    #[test]
     fn json_has_every_figure_and_parses() {
         let timer = Timer::with_clock(Clock::Instant);
         let s = summarize(&timer, &runs());
@@ -423,6 +551,8 @@ mod tests {
             assert!(first["compress"]["ticks"].get(key).is_some(), "missing {key}");
         }
         assert!(first["decompress"]["mb_per_s_median"].as_f64().unwrap() > 0.0);
+        assert_eq!(first["run"], 1);
+        assert!(first["compress"].get("vs_liblzo2").is_some(), "null when liblzo2 did not run");
     }
 
     #[test]
