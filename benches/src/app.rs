@@ -295,8 +295,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, AnyError> {
         let mut results = Vec::new();
         for c in &corpora {
             let runs = measure::run_corpus(&timer, c, &mut codecs, opts.reps, opts.order, &mut progress)?;
-            let mut summaries = report::summarize(&timer, &runs);
-            summaries.iter_mut().for_each(|s| s.run = run);
+            let summaries = report::summarize(&timer, &runs, run);
             log.line("");
             log.line(format!("== {}: {} pages ==", c.name, c.pages.len()));
             log.line(report::table(&summaries));

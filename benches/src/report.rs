@@ -97,31 +97,34 @@ fn median(ticks: &[u64]) -> u64 {
     TickStats::from_ticks(&mut v).median
 }
 
-/// Summarises the runs of one corpus (runs of other corpora are ignored for the C LZ4 and
-/// C liblzo2 baselines).
-pub fn summarize(timer: &Timer, runs: &[CodecRun]) -> Vec<Summary> {
+/// Summarises the codecs' runs over one corpus, measurement `run` (from 1) of `run --runs N`
+/// (runs over other corpora are ignored for the C LZ4 and C liblzo2 baselines).
+pub fn summarize(timer: &Timer, runs: &[CodecRun], run: usize) -> Vec<Summary> {
     runs.iter()
-        .map(|run| {
-            let peer = |name: &str| runs.iter().find(|r| r.codec == name && r.corpus == run.corpus);
+        .map(|codec_run| {
+            let peer = |name: &str| runs.iter().find(|r| r.codec == name && r.corpus == codec_run.corpus);
             let (lz4, liblzo2) = (peer("lz4"), peer("liblzo2"));
             let peers = |ticks: fn(&CodecRun) -> &Vec<u64>| Peers {
                 lz4: lz4.map(|r| median(ticks(r))),
                 liblzo2: liblzo2.map(|r| median(ticks(r))),
             };
-            let ok: Vec<u32> = run.sizes.iter().flatten().copied().collect();
-            let pages = run.sizes.len();
-            let incompressible =
-                run.sizes.iter().filter(|s| s.is_none_or(|n| n as usize > INCOMPRESSIBLE_ABOVE)).count();
-            let stored: u64 = run
+            let ok: Vec<u32> = codec_run.sizes.iter().flatten().copied().collect();
+            let pages = codec_run.sizes.len();
+            let incompressible = codec_run
+                .sizes
+                .iter()
+                .filter(|s| s.is_none_or(|n| n as usize > INCOMPRESSIBLE_ABOVE))
+                .count();
+            let stored: u64 = codec_run
                 .sizes
                 .iter()
                 .map(|s| s.map_or(PAGE_SIZE as u64, |n| u64::from(n).min(PAGE_SIZE as u64)))
                 .sum();
             let original = (pages * PAGE_SIZE) as u64;
             Summary {
-                run: 1,
-                corpus: run.corpus.clone(),
-                codec: run.codec.clone(),
+                run,
+                corpus: codec_run.corpus.clone(),
+                codec: codec_run.codec.clone(),
                 pages,
                 compressed_pages: ok.len(),
                 refused_pages: pages - ok.len(),
@@ -139,8 +142,8 @@ pub fn summarize(timer: &Timer, runs: &[CodecRun]) -> Vec<Summary> {
                 stored_bytes: stored,
                 ratio: if stored == 0 { 0.0 } else { original as f64 / stored as f64 },
                 stored_percent: if original == 0 { 0.0 } else { stored as f64 * 100.0 / original as f64 },
-                compress: speed(timer, &run.compress_ticks, peers(|r| &r.compress_ticks)),
-                decompress: speed(timer, &run.decompress_ticks, peers(|r| &r.decompress_ticks)),
+                compress: speed(timer, &codec_run.compress_ticks, peers(|r| &r.compress_ticks)),
+                decompress: speed(timer, &codec_run.decompress_ticks, peers(|r| &r.decompress_ticks)),
             }
         })
         .collect()
@@ -466,7 +469,7 @@ mod tests {
     #[test]
     fn summaries_count_sizes_ratios_and_incompressible_pages() {
         let timer = Timer::with_clock(Clock::Instant);
-        let s = summarize(&timer, &runs());
+        let s = summarize(&timer, &runs(), 1);
         assert_eq!(s[0].size, SizeStats { min: 24, max: 3500, mean: 1508.0 });
         assert_eq!(s[0].incompressible_pages, 1);
         assert_eq!(s[0].stored_bytes, 4524);
@@ -494,7 +497,7 @@ mod tests {
             compress_ticks: vec![400, 400, 400],
             decompress_ticks: vec![40, 40, 40],
         });
-        let s = summarize(&timer, &r);
+        let s = summarize(&timer, &r, 1);
         assert_eq!(s[0].compress.vs_liblzo2, Some(0.5));
         assert_eq!(s[0].decompress.vs_liblzo2, Some(1.5));
         assert_eq!(s[1].decompress.vs_liblzo2, Some(2.5));
@@ -520,9 +523,7 @@ mod tests {
         for (k, lz4_compress) in [(1, 100), (2, 400), (3, 200)] {
             let mut r = runs();
             r[0].compress_ticks = vec![lz4_compress; 3];
-            let mut s = summarize(&timer, &r);
-            s.iter_mut().for_each(|x| x.run = k);
-            per_run.push(s);
+            per_run.push(summarize(&timer, &r, k));
         }
         let t = runs_table(&per_run);
         assert!(t.contains("median over 3 runs"), "{t}");
@@ -538,7 +539,7 @@ mod tests {
     #[test]
     fn json_has_every_figure_and_parses() {
         let timer = Timer::with_clock(Clock::Instant);
-        let s = summarize(&timer, &runs());
+        let s = summarize(&timer, &runs(), 1);
         let text = serde_json::to_string(&s).unwrap();
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         let first = &v[0];
@@ -558,7 +559,7 @@ mod tests {
     #[test]
     fn svg_is_well_formed_and_has_a_point_per_codec_per_corpus() {
         let timer = Timer::with_clock(Clock::Instant);
-        let s = summarize(&timer, &runs());
+        let s = summarize(&timer, &runs(), 1);
         let svg = plot_svg(&s, "test <plot>");
         assert!(svg.starts_with("<?xml") && svg.trim_end().ends_with("</svg>"));
         assert!(!svg.contains("NaN") && !svg.contains("inf"));
