@@ -198,10 +198,40 @@ pub struct RunReport {
     pub runs: usize,
     /// One entry per codec per corpus per run (`Summary::run`), run after run.
     pub results: Vec<Summary>,
+    /// The core's throughput before and after each corpus was measured, run after run.
+    pub core_rates: Vec<CoreRate>,
     /// Load averages when the run ended.
     pub load_after: Option<[f64; 3]>,
     /// Wall time of the measuring, seconds.
     pub seconds: f64,
+}
+
+/// [`timing::core_rate`] just before and just after one corpus was measured: whether the
+/// figures of that measurement come from a core of its own or one shared with another
+/// hardware thread.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CoreRate {
+    /// Which run (1-based, see `--runs`).
+    pub run: usize,
+    /// Which corpus.
+    pub corpus: String,
+    /// Independent additions per tick before the measurement (`None` without a TSC).
+    pub before: Option<f64>,
+    /// The same after it.
+    pub after: Option<f64>,
+}
+
+impl CoreRate {
+    /// The line printed under the corpus's table.
+    pub fn describe(&self) -> String {
+        match (self.before, self.after) {
+            (Some(before), Some(after)) => format!(
+                "core throughput: {before:.2} independent additions per tick before, {after:.2} after \
+                 (it falls when another hardware thread shares the core)"
+            ),
+            _ => "core throughput: not measured (no TSC)".into(),
+        }
+    }
 }
 
 /// The default corpus: a captured child workload, mmap001 and fillmem.
@@ -287,6 +317,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, AnyError> {
     let mut progress = Progress::new(opts.progress);
     let run_count = opts.runs.max(1);
     let mut per_run: Vec<Vec<Summary>> = Vec::new();
+    let mut core_rates = Vec::new();
     for run in 1..=run_count {
         if run_count > 1 {
             log.line("");
@@ -294,12 +325,16 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, AnyError> {
         }
         let mut results = Vec::new();
         for c in &corpora {
+            let before = timing::core_rate(&timer);
             let runs = measure::run_corpus(&timer, c, &mut codecs, opts.reps, opts.order, &mut progress)?;
+            let rate = CoreRate { run, corpus: c.name.clone(), before, after: timing::core_rate(&timer) };
             let summaries = report::summarize(&timer, &runs, run);
             log.line("");
             log.line(format!("== {}: {} pages ==", c.name, c.pages.len()));
             log.line(report::table(&summaries));
+            log.line(rate.describe());
             results.extend(summaries);
+            core_rates.push(rate);
         }
         per_run.push(results);
     }
@@ -334,6 +369,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, AnyError> {
             .collect(),
         runs: run_count,
         results: per_run.concat(),
+        core_rates,
         load_after,
         seconds,
     };
@@ -627,6 +663,15 @@ mod tests {
         }
         let lzo = report.results.iter().find(|r| r.codec == "lzo").unwrap();
         assert!(lzo.compress.vs_liblzo2.is_some() && lzo.decompress.vs_lz4.is_some());
+        // One core reading per corpus per run, in run order, each taken when the clock is
+        // the TSC.
+        let runs: Vec<usize> = report.core_rates.iter().map(|r| r.run).collect();
+        assert_eq!(runs, [1, 2, 3]);
+        for rate in &report.core_rates {
+            assert_eq!(rate.corpus, report.corpora[0].name);
+            let tsc = report.machine.timer.clock == timing::Clock::Tsc;
+            assert_eq!(rate.before.is_some() && rate.after.is_some(), tsc);
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -226,6 +226,67 @@ pub fn load_average() -> Option<[f64; 3]> {
     Some([fields.next()??, fields.next()??, fields.next()??])
 }
 
+/// How much of the core this process gets: independent register additions per clock tick
+/// (the median of five spans of an unrolled loop of 8 additions to 4 registers, about
+/// 10 ms in all), or `None` off x86_64 or on the `Instant` clock.
+///
+/// The loop is bound by how many additions the core issues per cycle, not by any latency, so
+/// the figure falls when another hardware thread shares the core (on a Zen 3 cloud core
+/// here: about 4.5 per tick alone, 2.4 to 3 shared) and stays when the machine is merely
+/// busy elsewhere. Codecs that retire many instructions per cycle lose more on a shared
+/// core than those that wait on latencies, so ratios between codecs move with it; the
+/// `run` tables print it beside each corpus for that reason.
+pub fn core_rate(timer: &Timer) -> Option<f64> {
+    if timer.clock != Clock::Tsc {
+        return None;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        const ITERATIONS: u64 = 250_000;
+        const ADDITIONS: u64 = 8 * ITERATIONS;
+        let mut rates = (0..5)
+            .map(|_| {
+                let (ticks, ()) = timer.time(|| additions(ITERATIONS));
+                ADDITIONS as f64 / ticks.max(1) as f64
+            })
+            .collect::<Vec<_>>();
+        rates.sort_by(f64::total_cmp);
+        Some(rates[2])
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    None
+}
+
+/// `8 * iterations` register additions in four independent chains (`iterations` >= 1).
+#[cfg(target_arch = "x86_64")]
+#[inline(never)]
+fn additions(iterations: u64) {
+    // SAFETY: the block only adds to four scratch registers and counts a fifth down to
+    // zero (at least one pass, then exactly `iterations`, as `iterations >= 1`); it touches
+    // no memory and no stack, and declares every register it changes.
+    unsafe {
+        core::arch::asm!(
+            "2:",
+            "add {a}, 1",
+            "add {b}, 1",
+            "add {c}, 1",
+            "add {d}, 1",
+            "add {a}, 1",
+            "add {b}, 1",
+            "add {c}, 1",
+            "add {d}, 1",
+            "dec {n}",
+            "jnz 2b",
+            a = inout(reg) 0u64 => _,
+            b = inout(reg) 0u64 => _,
+            c = inout(reg) 0u64 => _,
+            d = inout(reg) 0u64 => _,
+            n = inout(reg) iterations.max(1) => _,
+            options(nomem, nostack),
+        );
+    }
+}
+
 /// Summary statistics of a set of tick readings.
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct TickStats {
@@ -302,6 +363,19 @@ mod tests {
         assert_eq!(timer.ticks_per_sec, 1e9);
         assert_eq!(timer.ns(1000.0), 1000.0);
         assert!((timer.mb_per_sec(4096.0, 1000.0) - 4096.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn core_rate_counts_additions_per_tick() {
+        let timer = Timer::new();
+        match core_rate(&timer) {
+            // Between a tenth of an addition (a core starved by other work) and the issue
+            // width of any core to date at any TSC rate: a wrong count of additions or
+            // ticks lands outside.
+            Some(rate) => assert!((0.1..16.0).contains(&rate), "{rate} additions per tick"),
+            None => assert!(timer.clock != Clock::Tsc || !cfg!(target_arch = "x86_64")),
+        }
+        assert_eq!(core_rate(&Timer::with_clock(Clock::Instant)), None);
     }
 
     #[test]
