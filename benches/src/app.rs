@@ -206,8 +206,8 @@ pub struct RunReport {
     pub seconds: f64,
 }
 
-/// [`timing::core_rate`] just before and just after one corpus was measured: whether the
-/// figures of that measurement come from a core of its own or one shared with another
+/// The core's throughput ([`timing::core_rate`]) while one corpus was measured, one reading
+/// per page: whether the figures come from a core of its own or one shared with another
 /// hardware thread.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CoreRate {
@@ -215,19 +215,41 @@ pub struct CoreRate {
     pub run: usize,
     /// Which corpus.
     pub corpus: String,
-    /// Independent additions per tick before the measurement (`None` without a TSC).
-    pub before: Option<f64>,
-    /// The same after it.
-    pub after: Option<f64>,
+    /// Readings taken (0 without the TSC).
+    pub readings: usize,
+    /// Their median, 10th and 90th percentile (nearest rank), in independent additions per
+    /// tick; `None` without readings.
+    pub median: Option<f64>,
+    /// See `median`.
+    pub p10: Option<f64>,
+    /// See `median`.
+    pub p90: Option<f64>,
 }
 
 impl CoreRate {
+    /// Summarises `readings` of run `run` on `corpus`.
+    pub fn over(run: usize, corpus: &str, mut readings: Vec<f64>) -> CoreRate {
+        readings.sort_by(f64::total_cmp);
+        let rank =
+            |q: f64| readings.get(((readings.len() as f64 * q).ceil() as usize).saturating_sub(1)).copied();
+        CoreRate {
+            run,
+            corpus: corpus.to_string(),
+            readings: readings.len(),
+            median: rank(0.5),
+            p10: rank(0.1),
+            p90: rank(0.9),
+        }
+    }
+
     /// The line printed under the corpus's table.
     pub fn describe(&self) -> String {
-        match (self.before, self.after) {
-            (Some(before), Some(after)) => format!(
-                "core throughput: {before:.2} independent additions per tick before, {after:.2} after \
-                 (it falls when another hardware thread shares the core)"
+        match (self.median, self.p10, self.p90) {
+            (Some(median), Some(p10), Some(p90)) => format!(
+                "core throughput while measuring: median {median:.2} independent additions per tick, \
+                 {p10:.2}-{p90:.2} from the 10th to the 90th percentile of {} readings (one per page; \
+                 it falls when another hardware thread shares the core)",
+                self.readings
             ),
             _ => "core throughput: not measured (no TSC)".into(),
         }
@@ -325,10 +347,9 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, AnyError> {
         }
         let mut results = Vec::new();
         for c in &corpora {
-            let before = timing::core_rate(&timer);
-            let runs = measure::run_corpus(&timer, c, &mut codecs, opts.reps, opts.order, &mut progress)?;
-            let rate = CoreRate { run, corpus: c.name.clone(), before, after: timing::core_rate(&timer) };
-            let summaries = report::summarize(&timer, &runs, run);
+            let measured = measure::run_corpus(&timer, c, &mut codecs, opts.reps, opts.order, &mut progress)?;
+            let rate = CoreRate::over(run, &c.name, measured.core_rates);
+            let summaries = report::summarize(&timer, &measured.codecs, run);
             log.line("");
             log.line(format!("== {}: {} pages ==", c.name, c.pages.len()));
             log.line(report::table(&summaries));
@@ -607,6 +628,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn core_rate_takes_median_and_deciles_of_the_readings() {
+        // Ten readings, out of order: nearest ranks 5, 1 and 9 of the sorted values.
+        let readings = vec![4.6, 2.0, 2.2, 4.7, 2.1, 2.4, 2.3, 4.5, 2.5, 1.9];
+        let rate = CoreRate::over(2, "node", readings);
+        assert_eq!((rate.run, rate.corpus.as_str(), rate.readings), (2, "node", 10));
+        assert_eq!((rate.median, rate.p10, rate.p90), (Some(2.3), Some(1.9), Some(4.6)));
+        assert!(rate.describe().contains("median 2.30"), "{}", rate.describe());
+        let none = CoreRate::over(1, "node", Vec::new());
+        assert_eq!((none.readings, none.median, none.p10, none.p90), (0, None, None, None));
+        assert!(none.describe().contains("not measured"));
+    }
+
+    #[test]
     fn utc_dates_are_formatted() {
         let now = utc_now();
         assert_eq!(now.len(), "2026-01-01 00:00:00 UTC".len(), "{now}");
@@ -663,14 +697,15 @@ mod tests {
         }
         let lzo = report.results.iter().find(|r| r.codec == "lzo").unwrap();
         assert!(lzo.compress.vs_liblzo2.is_some() && lzo.decompress.vs_lz4.is_some());
-        // One core reading per corpus per run, in run order, each taken when the clock is
-        // the TSC.
+        // One core summary per corpus per run, in run order, of one reading per page when
+        // the clock is the TSC.
         let runs: Vec<usize> = report.core_rates.iter().map(|r| r.run).collect();
         assert_eq!(runs, [1, 2, 3]);
         for rate in &report.core_rates {
             assert_eq!(rate.corpus, report.corpora[0].name);
-            let tsc = report.machine.timer.clock == timing::Clock::Tsc;
-            assert_eq!(rate.before.is_some() && rate.after.is_some(), tsc);
+            let tsc = timing::core_rate(&report.machine.timer).is_some();
+            assert_eq!(rate.readings, usize::from(tsc));
+            assert_eq!(rate.median.is_some(), tsc);
         }
         std::fs::remove_dir_all(&dir).unwrap();
     }

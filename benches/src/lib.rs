@@ -22,8 +22,8 @@
 //! let corpus = corpus::fillmem(1);
 //! let mut all = codecs::all();
 //! let order = measure::Order::BackToBack;
-//! let runs = measure::run_corpus(&timer, &corpus, &mut all, 3, order, &mut measure::Progress::new(false))?;
-//! println!("{}", report::table(&report::summarize(&timer, &runs, 1)));
+//! let measured = measure::run_corpus(&timer, &corpus, &mut all, 3, order, &mut measure::Progress::new(false))?;
+//! println!("{}", report::table(&report::summarize(&timer, &measured.codecs, 1)));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use pagecodec::{PAGE_SIZE, Page, PageCodec};
 
 use crate::corpus::Corpus;
-use crate::timing::Timer;
+use crate::timing::{self, Timer};
 
 /// Streams longer than this (3/4 of a page, zram's historical "huge" threshold) count as
 /// incompressible, as do pages the codec refuses.
@@ -34,6 +34,16 @@ pub struct CodecRun {
     pub compress_ticks: Vec<u64>,
     /// Minimum decompress ticks per compressed page.
     pub decompress_ticks: Vec<u64>,
+}
+
+/// What [`run_corpus`] measured.
+#[derive(Clone, Debug)]
+pub struct CorpusRun {
+    /// One per codec, in the order given.
+    pub codecs: Vec<CodecRun>,
+    /// [`timing::core_rate`] after each page's turns (in every
+    /// sweep), in order: how much of the core the measurement had. Empty without the TSC.
+    pub core_rates: Vec<f64>,
 }
 
 /// A round trip that failed: the codec is broken on this page.
@@ -114,7 +124,7 @@ pub fn run_corpus(
     reps: usize,
     order: Order,
     progress: &mut Progress,
-) -> Result<Vec<CodecRun>, VerifyError> {
+) -> Result<CorpusRun, VerifyError> {
     let reps = reps.max(1);
     let (sweeps, in_a_row) = match order {
         Order::BackToBack => (1, reps),
@@ -128,6 +138,7 @@ pub fn run_corpus(
     let mut decompress_ticks = vec![vec![u64::MAX; pages]; n];
     let mut streams: Vec<Vec<u8>> = codecs.iter().map(|c| vec![0u8; c.max_compressed_len()]).collect();
     let mut back = Box::new(Page::zeroed());
+    let mut core_rates = Vec::with_capacity(sweeps * pages);
 
     for sweep in 0..sweeps {
         for (index, page) in corpus.pages.iter().enumerate() {
@@ -183,10 +194,11 @@ pub fn run_corpus(
                     }
                 }
             }
+            core_rates.extend(timing::core_rate(timer));
             progress.update(&corpus.name, sweep * pages + index + 1, sweeps * pages);
         }
     }
-    Ok(codecs
+    let codecs = codecs
         .iter()
         .enumerate()
         .map(|(k, c)| CodecRun {
@@ -200,7 +212,8 @@ pub fn run_corpus(
                 .filter_map(|(r, &ticks)| r.map(|_| ticks))
                 .collect(),
         })
-        .collect())
+        .collect();
+    Ok(CorpusRun { codecs, core_rates })
 }
 
 /// FNV-1a, 64 bits: a cheap fingerprint of a stream for the determinism check.
@@ -270,8 +283,12 @@ mod tests {
         let timer = Timer::new();
         let c = corpus((0..4).map(Page::filled).collect());
         let mut codecs: Vec<Box<dyn PageCodec>> = vec![Box::new(Raw), Box::new(Raw)];
-        let runs =
+        let measured =
             run_corpus(&timer, &c, &mut codecs, 3, Order::BackToBack, &mut Progress::new(false)).unwrap();
+        // One core reading per page, when the clock is the TSC.
+        let readings = if timing::core_rate(&timer).is_some() { 4 } else { 0 };
+        assert_eq!(measured.core_rates.len(), readings);
+        let runs = measured.codecs;
         assert_eq!(runs.len(), 2);
         for r in &runs {
             assert_eq!(r.sizes, vec![Some(4096); 4]);
@@ -285,8 +302,12 @@ mod tests {
         let timer = Timer::new();
         let c = corpus((0..4).map(Page::filled).collect());
         let mut codecs: Vec<Box<dyn PageCodec>> = vec![Box::new(Raw), Box::new(Raw)];
-        let runs = run_corpus(&timer, &c, &mut codecs, 3, Order::Sweep, &mut Progress::new(false)).unwrap();
-        for r in &runs {
+        let measured =
+            run_corpus(&timer, &c, &mut codecs, 3, Order::Sweep, &mut Progress::new(false)).unwrap();
+        // One core reading per page per sweep.
+        let readings = if timing::core_rate(&timer).is_some() { 12 } else { 0 };
+        assert_eq!(measured.core_rates.len(), readings);
+        for r in &measured.codecs {
             assert_eq!(r.sizes, vec![Some(4096); 4]);
             assert_eq!((r.compress_ticks.len(), r.decompress_ticks.len()), (4, 4));
         }

@@ -226,32 +226,31 @@ pub fn load_average() -> Option<[f64; 3]> {
     Some([fields.next()??, fields.next()??, fields.next()??])
 }
 
-/// How much of the core this process gets: independent register additions per clock tick
-/// (the median of five spans of an unrolled loop of 8 additions to 4 registers, about
-/// 10 ms in all), or `None` off x86_64 or on the `Instant` clock.
+/// How much of the core this process gets right now: independent register additions per
+/// clock tick, the median of three spans of 2048 (an unrolled loop of 8 additions to 4
+/// registers; about 1500 ticks in all on a 2-4 GHz core), or `None` off x86_64 or on the
+/// `Instant` clock.
 ///
-/// The loop is bound by how many additions the core issues per cycle, not by any latency, so
-/// the figure falls when another hardware thread shares the core (on a Zen 3 cloud core
-/// here: about 4.5 per tick alone, 2.4 to 3 shared) and stays when the machine is merely
+/// The loop is bound by how many additions the core issues per cycle, not by any latency,
+/// so the figure falls when another hardware thread shares the core (on the Zen 3 cloud
+/// core of 2026-12-01: 4.6-4.7 alone, 1.6-3.8 shared) and stays when the machine is merely
 /// busy elsewhere. Codecs that retire many instructions per cycle lose more on a shared
-/// core than those that wait on latencies, so ratios between codecs move with it; the
-/// `run` tables print it beside each corpus for that reason.
+/// core than those that wait on latencies, so ratios between codecs move with it:
+/// [`measure::run_corpus`](crate::measure::run_corpus) takes one reading per page.
 pub fn core_rate(timer: &Timer) -> Option<f64> {
     if timer.clock != Clock::Tsc {
         return None;
     }
     #[cfg(target_arch = "x86_64")]
     {
-        const ITERATIONS: u64 = 250_000;
+        const ITERATIONS: u64 = 256;
         const ADDITIONS: u64 = 8 * ITERATIONS;
-        let mut rates = (0..5)
-            .map(|_| {
-                let (ticks, ()) = timer.time(|| additions(ITERATIONS));
-                ADDITIONS as f64 / ticks.max(1) as f64
-            })
-            .collect::<Vec<_>>();
+        let mut rates = [0.0; 3].map(|_| {
+            let (ticks, ()) = timer.time(|| additions(ITERATIONS));
+            ADDITIONS as f64 / ticks.max(1) as f64
+        });
         rates.sort_by(f64::total_cmp);
-        Some(rates[2])
+        Some(rates[1])
     }
     #[cfg(not(target_arch = "x86_64"))]
     None
