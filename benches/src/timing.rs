@@ -233,8 +233,8 @@ pub fn load_average() -> Option<[f64; 3]> {
 ///
 /// The loop is bound by how many additions the core issues per cycle, not by any latency,
 /// so the figure falls when another hardware thread shares the core (on the Zen 3 cloud
-/// core of 2026-12-01: 4.6-4.7 alone, 1.6-3.8 shared) and stays when the machine is merely
-/// busy elsewhere. Codecs that retire many instructions per cycle lose more on a shared
+/// core of 2026-12-01: up to 4.4 alone, 2.5-3.5 shared) and stays when the machine is
+/// merely busy elsewhere. Codecs that retire many instructions per cycle lose more on a shared
 /// core than those that wait on latencies, so ratios between codecs move with it:
 /// [`measure::run_corpus`](crate::measure::run_corpus) takes one reading per page.
 pub fn core_rate(timer: &Timer) -> Option<f64> {
