@@ -198,7 +198,7 @@ pub struct RunReport {
     pub runs: usize,
     /// One entry per codec per corpus per run (`Summary::run`), run after run.
     pub results: Vec<Summary>,
-    /// The core's throughput before and after each corpus was measured, run after run.
+    /// The core's throughput while each corpus was measured, run after run.
     pub core_rates: Vec<CoreRate>,
     /// Load averages when the run ended.
     pub load_after: Option<[f64; 3]>,
@@ -230,15 +230,13 @@ impl CoreRate {
     /// Summarises `readings` of run `run` on `corpus`.
     pub fn over(run: usize, corpus: &str, mut readings: Vec<f64>) -> CoreRate {
         readings.sort_by(f64::total_cmp);
-        let rank =
-            |q: f64| readings.get(((readings.len() as f64 * q).ceil() as usize).saturating_sub(1)).copied();
         CoreRate {
             run,
             corpus: corpus.to_string(),
             readings: readings.len(),
-            median: rank(0.5),
-            p10: rank(0.1),
-            p90: rank(0.9),
+            median: timing::nearest_rank(&readings, 0.5),
+            p10: timing::nearest_rank(&readings, 0.1),
+            p90: timing::nearest_rank(&readings, 0.9),
         }
     }
 

@@ -41,8 +41,8 @@ pub struct CodecRun {
 pub struct CorpusRun {
     /// One per codec, in the order given.
     pub codecs: Vec<CodecRun>,
-    /// [`timing::core_rate`] after each page's turns (in every
-    /// sweep), in order: how much of the core the measurement had. Empty without the TSC.
+    /// [`timing::core_rate`] after each page's turns (in every sweep), in order: how much of
+    /// the core the measurement had. Empty without the TSC.
     pub core_rates: Vec<f64>,
 }
 

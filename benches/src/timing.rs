@@ -234,8 +234,8 @@ pub fn load_average() -> Option<[f64; 3]> {
 /// The loop is bound by how many additions the core issues per cycle, not by any latency,
 /// so the figure falls when another hardware thread shares the core (on the Zen 3 cloud
 /// core of 2026-12-01: up to 4.4 alone, 2.5-3.5 shared) and stays when the machine is
-/// merely busy elsewhere. Codecs that retire many instructions per cycle lose more on a shared
-/// core than those that wait on latencies, so ratios between codecs move with it:
+/// merely busy elsewhere. Codecs that retire many instructions per cycle lose more on a
+/// shared core than those that wait on latencies, so ratios between codecs move with it:
 /// [`measure::run_corpus`](crate::measure::run_corpus) takes one reading per page.
 pub fn core_rate(timer: &Timer) -> Option<f64> {
     if timer.clock != Clock::Tsc {
@@ -290,6 +290,14 @@ fn additions(iterations: u64) {
     }
 }
 
+/// The `q`-quantile (0 < `q` <= 1) of `sorted` by nearest rank: the smallest value with at
+/// least a fraction `q` of the values at or below it (`q` = 0.5 gives the lower median).
+/// `None` when `sorted` is empty.
+pub fn nearest_rank<T: Copy>(sorted: &[T], q: f64) -> Option<T> {
+    let n = sorted.len();
+    (n > 0).then(|| sorted[((q * n as f64).ceil() as usize).clamp(1, n) - 1])
+}
+
 /// Summary statistics of a set of tick readings.
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct TickStats {
@@ -315,13 +323,12 @@ impl TickStats {
         }
         ticks.sort_unstable();
         let n = ticks.len();
-        let rank = |q: f64| ticks[((q * n as f64).ceil() as usize).clamp(1, n) - 1];
         TickStats {
             count: n,
             min: ticks[0],
             median: ticks[(n - 1) / 2],
             mean: ticks.iter().map(|&t| t as f64).sum::<f64>() / n as f64,
-            p99: rank(0.99),
+            p99: nearest_rank(ticks, 0.99).unwrap_or(0),
             max: ticks[n - 1],
         }
     }
@@ -366,6 +373,17 @@ mod tests {
         assert_eq!(timer.ticks_per_sec, 1e9);
         assert_eq!(timer.ns(1000.0), 1000.0);
         assert!((timer.mb_per_sec(4096.0, 1000.0) - 4096.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn nearest_rank_takes_the_smallest_value_covering_the_fraction() {
+        let sorted = [10, 20, 30, 40];
+        assert_eq!(nearest_rank(&sorted, 0.5), Some(20), "the lower median");
+        assert_eq!(nearest_rank(&sorted, 0.51), Some(30));
+        assert_eq!(nearest_rank(&sorted, 0.25), Some(10));
+        assert_eq!(nearest_rank(&sorted, 0.99), Some(40));
+        assert_eq!(nearest_rank(&sorted, 1.0), Some(40));
+        assert_eq!(nearest_rank::<u64>(&[], 0.5), None);
     }
 
     #[test]
