@@ -70,44 +70,38 @@ pub struct Summary {
     pub decompress: Speed,
 }
 
-/// The peers whose median ticks every codec's are divided by, in the same run.
-struct Peers {
-    lz4: Option<u64>,
-    liblzo2: Option<u64>,
-}
-
-fn speed(timer: &Timer, ticks: &[u64], peers: Peers) -> Speed {
-    let mut sorted = ticks.to_vec();
-    let stats = TickStats::from_ticks(&mut sorted);
-    let over = |peer: Option<u64>| {
-        peer.filter(|&m| m > 0 && stats.count > 0).map(|m| stats.median as f64 / m as f64)
+/// The speed figures of `stats`, with its median over the C peers' medians in the same run
+/// (when the peer ran).
+fn speed(timer: &Timer, stats: TickStats, lz4: Option<&TickStats>, liblzo2: Option<&TickStats>) -> Speed {
+    let over = |peer: Option<&TickStats>| {
+        peer.filter(|p| p.median > 0 && stats.count > 0).map(|p| stats.median as f64 / p.median as f64)
     };
     Speed {
         ns_median: timer.ns(stats.median as f64),
         ns_mean: timer.ns(stats.mean),
         mb_per_s_median: timer.mb_per_sec(PAGE_SIZE as f64, stats.median as f64),
-        vs_lz4: over(peers.lz4),
-        vs_liblzo2: over(peers.liblzo2),
+        vs_lz4: over(lz4),
+        vs_liblzo2: over(liblzo2),
         ticks: stats,
     }
-}
-
-fn median(ticks: &[u64]) -> u64 {
-    let mut v = ticks.to_vec();
-    TickStats::from_ticks(&mut v).median
 }
 
 /// Summarises the codecs' runs over one corpus, measurement `run` (from 1) of `run --runs N`
 /// (runs over other corpora are ignored for the C LZ4 and C liblzo2 baselines).
 pub fn summarize(timer: &Timer, runs: &[CodecRun], run: usize) -> Vec<Summary> {
+    // Each codec's compress and decompress statistics, computed once: its own speed and, for
+    // the C peers, every other codec's baseline are read from them.
+    let stats: Vec<[TickStats; 2]> = runs
+        .iter()
+        .map(|r| [&r.compress_ticks, &r.decompress_ticks].map(|t| TickStats::from_ticks(&mut t.clone())))
+        .collect();
+    let peer = |name: &str, corpus: &str| {
+        runs.iter().zip(&stats).find(|(r, _)| r.codec == name && r.corpus == corpus).map(|(_, s)| s)
+    };
     runs.iter()
-        .map(|codec_run| {
-            let peer = |name: &str| runs.iter().find(|r| r.codec == name && r.corpus == codec_run.corpus);
-            let (lz4, liblzo2) = (peer("lz4"), peer("liblzo2"));
-            let peers = |ticks: fn(&CodecRun) -> &Vec<u64>| Peers {
-                lz4: lz4.map(|r| median(ticks(r))),
-                liblzo2: liblzo2.map(|r| median(ticks(r))),
-            };
+        .zip(&stats)
+        .map(|(codec_run, &[compress, decompress])| {
+            let (lz4, liblzo2) = (peer("lz4", &codec_run.corpus), peer("liblzo2", &codec_run.corpus));
             let ok: Vec<u32> = codec_run.sizes.iter().flatten().copied().collect();
             let pages = codec_run.sizes.len();
             let incompressible = codec_run
@@ -142,8 +136,8 @@ pub fn summarize(timer: &Timer, runs: &[CodecRun], run: usize) -> Vec<Summary> {
                 stored_bytes: stored,
                 ratio: if stored == 0 { 0.0 } else { original as f64 / stored as f64 },
                 stored_percent: if original == 0 { 0.0 } else { stored as f64 * 100.0 / original as f64 },
-                compress: speed(timer, &codec_run.compress_ticks, peers(|r| &r.compress_ticks)),
-                decompress: speed(timer, &codec_run.decompress_ticks, peers(|r| &r.decompress_ticks)),
+                compress: speed(timer, compress, lz4.map(|s| &s[0]), liblzo2.map(|s| &s[0])),
+                decompress: speed(timer, decompress, lz4.map(|s| &s[1]), liblzo2.map(|s| &s[1])),
             }
         })
         .collect()
