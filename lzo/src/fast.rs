@@ -10,15 +10,16 @@
 //! errors. So the result (bytes written or error) is always the reference decoder's.
 //!
 //! Speed: the loop walks raw pointers, reads M2/M3 operands at fixed offsets from `ip`, and
-//! computes `ip + 2` / `ip + 3` apart from the operand load (see [`opaque`]), so that only
-//! the load, an `and` and one `add` lie between one opcode and the next (the next
+//! takes the next opcode from the word that holds the trailing literals, so that only the
+//! load, an `and` and the additions to `ip` lie between one opcode and the next (the next
 //! instruction's address is `ip + 2 + S` for M2, `ip + 3 + S` for M3, `S` from the load).
 //! That chain was thought to bound the decoder; a later measurement found it does not
-//! (2 more cycles on it cost 1.7% on python pages and nothing on node pages): at about 5.5
-//! core cycles per instruction the time goes on the work of each instruction, and a match at
-//! a distance below 16 costs about twice a far one, because its source load spans the two
-//! stores of the instruction before, which the core cannot forward. SPEC.md section 5 gives
-//! the per-instruction costs and what was tried.
+//! (2 more cycles on it cost 1.7% on python pages and nothing on node pages, and an
+//! assembly barrier that kept one addition off it made an Intel core 3-5% slower): at about
+//! 5.5 core cycles per instruction the time goes on the work of each instruction, and a
+//! match at a distance below 16 costs about twice a far one, because its source load spans
+//! the two stores of the instruction before, which the core cannot forward. SPEC.md section 5
+//! gives the per-instruction costs and what was tried.
 
 use crate::DecompressError;
 use crate::decompress::{MAX_255_COUNT, Position, decode_from, first_literals, read_header};
@@ -249,7 +250,7 @@ fn fast_loop(src: &[u8], dst: &mut [u8], at: Position) -> Position {
                         unsafe {
                             core::ptr::copy_nonoverlapping(ip.add(1), op, 16);
                             core::ptr::copy_nonoverlapping(ip.add(17), op.add(16), 16);
-                            ip = opaque(ip.add(4)).add(t);
+                            ip = ip.add(4 + t);
                             op = op.add(t + 3);
                         }
                         state = 4;
@@ -326,13 +327,8 @@ fn fast_loop(src: &[u8], dst: &mut [u8], at: Position) -> Position {
     Position { ip: ip.addr() - s0.addr(), op: op.addr() - d0.addr(), state, rle }
 }
 
-/// Returns `p` unchanged, hidden from the optimiser.
-///
-/// The next instruction's address is `ip + 2 + S` (or `+ 3`) with `S` from a load; LLVM
-/// reassociates that to `(ip + S) + 2`, which puts two additions after the load on the
-/// opcode-to-opcode dependency chain. Computing `ip + 2` behind this barrier leaves one
-/// (about 5% fewer ticks per real page on x86_64 when it was added; within the noise
-/// of a later measurement). [`fill_wide`] uses it to keep its store loop a loop.
+/// Returns `p` unchanged, hidden from the optimiser: [`fill_wide`] passes each block's
+/// address through it so that LLVM keeps its store loop a loop instead of calling `memset`.
 /// Elsewhere it is the identity.
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 #[inline(always)]
@@ -374,7 +370,7 @@ unsafe fn trailing_literals(
     unsafe {
         let lit = load64(ip.add(operands));
         store4(op.add(len), lit);
-        (opaque(ip.add(operands)).add(next), op.add(len + next), lit >> (8 * next))
+        (ip.add(operands + next), op.add(len + next), lit >> (8 * next))
     }
 }
 
