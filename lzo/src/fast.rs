@@ -15,11 +15,11 @@
 //! instruction's address is `ip + 2 + S` for M2, `ip + 3 + S` for M3, `S` from the load).
 //! That chain was thought to bound the decoder; a later measurement found it does not
 //! (2 more cycles on it cost 1.7% on python pages and nothing on node pages, and an
-//! assembly barrier that kept one addition off it made an Intel core 3.5-5% slower): at about
-//! 5.5 core cycles per instruction the time goes on the work of each instruction, and a
-//! match at a distance below 16 costs about twice a far one, because its source load spans
-//! the two stores of the instruction before, which the core cannot forward. SPEC.md section 5
-//! gives the per-instruction costs and what was tried.
+//! assembly barrier that kept one addition off it made the decoder 3.5-5% slower on an Intel
+//! core): at about 5.5 core cycles per instruction the time goes on the work of each
+//! instruction, and a match at a distance below 16 costs about twice a far one, because its
+//! source load spans the two stores of the instruction before, which the core cannot forward.
+//! SPEC.md section 5 gives the per-instruction costs and what was tried.
 
 use crate::DecompressError;
 use crate::decompress::{MAX_255_COUNT, Position, decode_from, first_literals, read_header};
