@@ -112,7 +112,7 @@ fn fast_loop(src: &[u8], dst: &mut [u8], at: Position) -> Position {
             }
             // SAFETY: 1 <= dist <= op - d0, so op - dist is written output; the match writes
             // below op + 48 <= d_end (the margins): three 16-byte blocks at most, or
-            // `copy_short` below op + max(32, 33 rounded up to 16); the literal store at
+            // `copy_short` below op + max(32, len + 15) <= op + 48; the literal store at
             // op + len <= op + 33 ends at op + 37; ip + 3 + 8 <= ip + 16 for the literal word.
             unsafe {
                 if dist >= 16 {
@@ -479,8 +479,8 @@ unsafe fn copy_short(to: *mut u8, dist: usize, len: usize) {
 unsafe fn copy_match_exact(to: *mut u8, dist: usize, len: usize) {
     let mut k = 0;
     if len >= 32 {
-        // SAFETY: `copy_match` writes below to + max(32, (len - 32) rounded up to 16), which
-        // is at most to + len for len >= 32; the caller's promises cover the rest.
+        // SAFETY: `copy_match` writes below to + max(32, len - 32 + 15), which is at most
+        // to + len for len >= 32; the caller's promises cover the rest.
         unsafe { copy_match(to, dist, len - 32) };
         k = len - 32;
     }
@@ -568,18 +568,18 @@ unsafe fn fill_wide(to: *mut u8, byte: u8, n: usize) {
 }
 
 /// Copies an LZ77 match of `len` bytes from `dist` bytes back to `to`, repeating the
-/// pattern when `dist < len`. Writes only below `to + max(32, len rounded up to 16)`, which
-/// is at most `to + len + 32` (32 bytes for an M2, 48 for an M3 without extension).
+/// pattern when `dist < len`. Writes only below `to + max(32, len + 15)`, which is at most
+/// `to + len + 32` (32 bytes for an M2, 48 for an M3 without extension).
 ///
 /// # Safety
 ///
 /// `1 <= dist`, the `dist` bytes before `to` are initialised output, and
-/// `to..to + max(32, len rounded up to 16)` is writable output.
+/// `to..to + max(32, len + 15)` is writable output.
 #[inline(always)]
 unsafe fn copy_match(to: *mut u8, dist: usize, len: usize) {
-    // SAFETY: every write is below to + max(32, len rounded up to 16): 16-byte blocks from 0
-    // while below len, at least two; `copy_periodic`'s 16- or 8-byte blocks starting below
-    // len; `fill_wide`'s 16-byte blocks or exact fill; single bytes below 14. Every read is
+    // SAFETY: every write is below to + max(32, len + 15): 16-byte blocks from 0 while below
+    // len, at least two; `copy_periodic`'s 16- or 8-byte blocks starting below len;
+    // `fill_wide`'s 16-byte blocks or exact fill; single bytes below len. Every read is
     // of initialised output: the far blocks read at least `dist` bytes before the write they
     // feed; `copy_periodic` reads its pattern (the `dist` bytes before `to`, or the first
     // `step` bytes written here, with `base + period` at the block start as it requires) and
