@@ -41,15 +41,61 @@ const MATCH_SLACK: usize = 32;
 /// Decompresses `src` into `dst`; same contract and results as
 /// [`decompress_reference`](crate::decompress::decompress_reference).
 pub(crate) fn decompress_fast(src: &[u8], dst: &mut [u8]) -> Result<usize, DecompressError> {
+    decompress_with(src, dst, best_fast_loop)
+}
+
+/// [`decompress_fast`] with `run` as the fast loop (one of the builds of [`fast_loop`]).
+#[inline(always)]
+fn decompress_with(
+    src: &[u8],
+    dst: &mut [u8],
+    run: impl FnOnce(&[u8], &mut [u8], Position) -> Position,
+) -> Result<usize, DecompressError> {
     let (mut ip, rle) = read_header(src);
     let mut op = 0;
     let state = first_literals(src, &mut ip, dst, &mut op)?;
     let mut at = Position { ip, op, state, rle };
     // `first_literals` leaves ip <= src.len() and op <= dst.len().
     if src.len() - ip >= IN_MARGIN && dst.len() - op >= OUT_MARGIN {
-        at = fast_loop(src, dst, at);
+        at = run(src, dst, at);
     }
     decode_from(src, dst, at)
+}
+
+/// [`fast_loop`] built for BMI2 where the CPU has it (detected at run time under `std`, from
+/// the compile-time target features without it), else the baseline build.
+#[inline(always)]
+fn best_fast_loop(src: &[u8], dst: &mut [u8], at: Position) -> Position {
+    #[cfg(target_arch = "x86_64")]
+    if bmi2_available() {
+        // SAFETY: the CPU has BMI2 (checked just above).
+        return unsafe { fast_loop_bmi2(src, dst, at) };
+    }
+    fast_loop(src, dst, at)
+}
+
+/// Whether this CPU has BMI2: detected at run time under `std`, taken from the compile-time
+/// target features without it and under Miri.
+#[cfg(target_arch = "x86_64")]
+fn bmi2_available() -> bool {
+    #[cfg(all(feature = "std", not(miri)))]
+    return std::is_x86_feature_detected!("bmi2");
+    #[cfg(any(not(feature = "std"), miri))]
+    return cfg!(target_feature = "bmi2");
+}
+
+/// [`fast_loop`] compiled with BMI2. The next opcode comes out of the literal word by a shift
+/// of `8 * S` bits, on the chain from one opcode to the next: without BMI2 that is `shr` by
+/// `cl`, which recent Intel cores split into two operations, with it one `shrx`. About 2%
+/// fewer ticks on every corpus on the Intel core of SPEC.md section 5's twenty-third session.
+///
+/// # Safety
+///
+/// The CPU supports BMI2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "bmi2")]
+unsafe fn fast_loop_bmi2(src: &[u8], dst: &mut [u8], at: Position) -> Position {
+    fast_loop(src, dst, at)
 }
 
 /// Decodes instructions while the margins hold and returns where it stopped (always an
@@ -633,15 +679,27 @@ mod tests {
     use crate::decompress::decompress_reference;
     use crate::{Compressor, worst_case_len};
 
-    /// Both decoders, on buffers pre-filled differently: same verdict, same bytes.
+    /// Every build of the fast loop this CPU runs, and the reference decoder, on buffers
+    /// pre-filled differently: same verdict, same bytes.
     fn same_as_reference(stream: &[u8], cap: usize) {
-        let mut a = vec![0x00; cap];
         let mut b = vec![0xFF; cap];
-        let fast = decompress_fast(stream, &mut a);
         let reference = decompress_reference(stream, &mut b);
-        assert_eq!(fast, reference, "stream {:02x?}", &stream[..stream.len().min(24)]);
-        if let Ok(n) = fast {
-            assert!(a[..n] == b[..n], "decoded bytes differ");
+        let check = |build: &str, fast: Result<usize, DecompressError>, a: &[u8]| {
+            assert_eq!(fast, reference, "{build}: stream {:02x?}", &stream[..stream.len().min(24)]);
+            if let Ok(n) = fast {
+                assert!(a[..n] == b[..n], "{build}: decoded bytes differ");
+            }
+        };
+        let mut a = vec![0x00; cap];
+        check("dispatched", decompress_fast(stream, &mut a), &a);
+        let mut a = vec![0x00; cap];
+        check("baseline", decompress_with(stream, &mut a, fast_loop), &a);
+        #[cfg(target_arch = "x86_64")]
+        if bmi2_available() {
+            let mut a = vec![0x00; cap];
+            // SAFETY: the CPU has BMI2 (checked just above).
+            let run = |s: &[u8], d: &mut [u8], at| unsafe { fast_loop_bmi2(s, d, at) };
+            check("bmi2", decompress_with(stream, &mut a, run), &a);
         }
     }
 
