@@ -323,12 +323,14 @@ impl TickStats {
         }
         ticks.sort_unstable();
         let n = ticks.len();
+        // Not empty (returned above), so every rank exists.
+        let rank = |q: f64| nearest_rank(ticks, q).unwrap_or_default();
         TickStats {
             count: n,
             min: ticks[0],
-            median: ticks[(n - 1) / 2],
+            median: rank(0.5),
             mean: ticks.iter().map(|&t| t as f64).sum::<f64>() / n as f64,
-            p99: nearest_rank(ticks, 0.99).unwrap_or(0),
+            p99: rank(0.99),
             max: ticks[n - 1],
         }
     }
