@@ -13,12 +13,12 @@
 //! takes the next opcode from the word that holds the trailing literals, so that only the
 //! load, an `and` and the additions to `ip` lie between one opcode and the next (the next
 //! instruction's address is `ip + 2 + S` for M2, `ip + 3 + S` for M3, `S` from the load).
-//! That chain was thought to bound the decoder; a later measurement found it does not
-//! (2 more cycles on it cost 1.7% on python pages and nothing on node pages, and an
-//! assembly barrier that kept one addition off it made the decoder 3.5-5% slower on an Intel
-//! core): at about 5.5 core cycles per instruction the time goes on the work of each
-//! instruction, and a match at a distance below 16 costs about twice a far one, because its
-//! source load spans the two stores of the instruction before, which the core cannot forward.
+//! On real pages no shorter form of that chain has been faster, and removing every M2 and M3
+//! copy saves only about 5%: the time goes on walking the instructions, about 5.5 TSC ticks
+//! each once the core has learnt a page's branches. A match whose source lies in the last few
+//! instructions' stores waits until they reach the cache, because a wide load that spans
+//! two stores cannot take its bytes from the store buffer; so M2s at distances 8..=15 are
+//! copied byte by byte ([`copy_bytes`]), which the core can forward.
 //! SPEC.md section 5 gives the per-instruction costs and what was tried.
 
 use crate::DecompressError;
@@ -134,12 +134,17 @@ fn fast_loop(src: &[u8], dst: &mut [u8], at: Position) -> Position {
                 break;
             }
             // SAFETY: 1 <= dist <= op - d0, so op - dist is written output; by the margins
-            // op + 48 <= d_end covers the 8-byte block (len <= 8) or `copy_short`'s 32 bytes,
-            // and the 4-byte literal store at op + len <= op + 8; ip + 2 + 8 <= ip + 16 for
-            // the literal word. `src` and `dst` do not overlap.
+            // op + 48 <= d_end covers the 8-byte block (len <= 8), the single bytes below
+            // op + len, or `copy_short`'s 32 bytes, and the 4-byte literal store at
+            // op + len <= op + 8; ip + 2 + 8 <= ip + 16 for the literal word. `src` and `dst`
+            // do not overlap.
             unsafe {
-                if dist >= 8 {
+                if dist >= 16 {
                     core::ptr::copy_nonoverlapping(op.sub(dist), op, 8);
+                } else if dist >= 8 {
+                    // Rare on most pages, frequent on a few: out of the hot path.
+                    cold_path();
+                    copy_bytes(op, dist, len);
                 } else {
                     copy_short(op, dist, len);
                 }
@@ -377,6 +382,12 @@ fn fast_loop(src: &[u8], dst: &mut [u8], at: Position) -> Position {
     Position { ip: ip.addr() - s0.addr(), op: op.addr() - d0.addr(), state, rle }
 }
 
+/// Marks the branch that calls it as rarely taken, so that LLVM lays it out away from the
+/// hot path (`core::hint::cold_path` does the same from Rust 1.95, above this crate's MSRV).
+#[cold]
+#[inline(never)]
+fn cold_path() {}
+
 /// Returns `p` unchanged, hidden from the optimiser: [`fill_wide`] passes each block's
 /// address through it so that LLVM keeps its store loop a loop instead of calling `memset`.
 /// Elsewhere it is the identity.
@@ -532,11 +543,32 @@ unsafe fn copy_match_exact(to: *mut u8, dist: usize, len: usize) {
         unsafe { copy_match(to, dist, len - 32) };
         k = len - 32;
     }
-    while k < len {
+    // SAFETY: to + k..to + len is writable, and the `dist` bytes before to + k are the
+    // caller's initialised output or bytes of this match written above.
+    unsafe { copy_bytes(to.add(k), dist, len - k) };
+}
+
+/// Copies a match of `len` bytes from `dist` bytes back one byte at a time, so that each
+/// load reads a byte one earlier store wrote.
+///
+/// Why: the source of a match at a distance below 16 lies in the stores of the last few
+/// instructions (8- and 16-byte blocks, 4-byte literal words, each overwriting the scratch
+/// of the one before). A wide load that spans two of them cannot take its bytes from the
+/// store buffer and waits until they reach the cache; a byte load always can. The M2s at
+/// distances 8..=15 of real pages, copied as one 8-byte block, took about twice as long as
+/// far ones; byte by byte, node pages decode 9-10% faster on average on an Intel core
+/// (SPEC.md section 5, twenty-fourth session).
+///
+/// # Safety
+///
+/// `1 <= dist`, the `dist` bytes before `to` are initialised output, and `to..to + len` is
+/// writable output.
+#[inline(always)]
+unsafe fn copy_bytes(to: *mut u8, dist: usize, len: usize) {
+    for k in 0..len {
         // SAFETY: k < len is writable, and k - dist is either before `to` (initialised, by
         // the caller) or an earlier byte of this match, already written.
         unsafe { *to.add(k) = *to.add(k).sub(dist) };
-        k += 1;
     }
 }
 
@@ -656,9 +688,7 @@ unsafe fn copy_match(to: *mut u8, dist: usize, len: usize) {
             // one by one, then repeat them in 8-byte blocks.
             let step = dist * 8usize.div_ceil(dist);
             let head = len.min(step);
-            for i in 0..head {
-                *to.add(i) = *from.add(i);
-            }
+            copy_bytes(to, dist, head);
             if head < len {
                 copy_periodic::<8>(to, to, step, step, len);
             }
