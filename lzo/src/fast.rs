@@ -164,11 +164,12 @@ fn fast_loop(src: &[u8], dst: &mut [u8], at: Position) -> Position {
                 break;
             }
             // SAFETY: 1 <= dist <= op - d0, so op - dist is written output; the match writes
-            // below op + 48 <= d_end (the margins): three 16-byte blocks at most, or
-            // `copy_short` below op + max(32, len + 15) <= op + 48; the literal store at
-            // op + len <= op + 33 ends at op + 37; ip + 3 + 8 <= ip + 16 for the literal word.
+            // below op + 48 <= d_end (the margins): three 16-byte blocks at most, the single
+            // bytes below op + len, or `copy_short` below op + max(32, len + 15) <= op + 48;
+            // the literal store at op + len <= op + 33 ends at op + 37; ip + 3 + 8 <= ip + 16
+            // for the literal word.
             unsafe {
-                if dist >= 16 {
+                if dist >= 32 {
                     // Blocks of 16 never overlap their source.
                     let from = op.sub(dist);
                     core::ptr::copy_nonoverlapping(from, op, 16);
@@ -176,6 +177,10 @@ fn fast_loop(src: &[u8], dst: &mut [u8], at: Position) -> Position {
                     if len > 32 {
                         core::ptr::copy_nonoverlapping(from.add(32), op.add(32), 16);
                     }
+                } else if dist >= 16 {
+                    // The source lies in the last few instructions' stores and, from the
+                    // second block on, in this one's: byte by byte (see `copy_bytes`).
+                    copy_bytes_cold(op, dist, len);
                 } else {
                     copy_short(op, dist, len);
                 }
@@ -526,6 +531,21 @@ unsafe fn copy_short(to: *mut u8, dist: usize, len: usize) {
     unsafe { copy_match(to, dist, len) }
 }
 
+/// [`copy_bytes`] out of line, for the M3s at distances 16..=31: frequent on a few pages
+/// (arrays of records of that size), rare elsewhere. As a call it leaves the fast loop
+/// compiled as before; an inlined variant changed the loop's register allocation and tails,
+/// and every corpus decoded 5-7% slower.
+///
+/// # Safety
+///
+/// As for [`copy_bytes`].
+#[cold]
+#[inline(never)]
+unsafe fn copy_bytes_cold(to: *mut u8, dist: usize, len: usize) {
+    // SAFETY: the caller upholds `copy_bytes`'s contract.
+    unsafe { copy_bytes(to, dist, len) }
+}
+
 /// [`copy_match`] that writes exactly `to..to + len`: all but the last 32 bytes with
 /// `copy_match` (whose writes then end by `to + len`), the rest byte by byte.
 ///
@@ -551,13 +571,15 @@ unsafe fn copy_match_exact(to: *mut u8, dist: usize, len: usize) {
 /// Copies a match of `len` bytes from `dist` bytes back one byte at a time, so that each
 /// load reads a byte one earlier store wrote.
 ///
-/// Why: the source of a match at a distance below 16 lies in the stores of the last few
+/// Why: the source of a match at a short distance lies in the stores of the last few
 /// instructions (8- and 16-byte blocks, 4-byte literal words, each overwriting the scratch
-/// of the one before). A wide load that spans two of them cannot take its bytes from the
-/// store buffer and waits until they reach the cache; a byte load always can. The M2s at
-/// distances 8..=15 of real pages, copied as one 8-byte block, took about twice as long as
-/// far ones; byte by byte, node pages decode 9-10% faster on average on an Intel core
-/// (SPEC.md section 5, twenty-fourth session).
+/// of the one before) and, for an M3 at 16..=31, of its own first block. A wide load that
+/// spans two stores cannot take its bytes from the store buffer and waits until they reach
+/// the cache; a byte load always can. Copied byte by byte on an Intel core, M2s at distances
+/// 8..=15 made node pages decode 9-10% faster on average, and M3s at 16..=31 made the node
+/// pages with 20 or more of them 16% faster (SPEC.md section 5, twenty-fourth session). The
+/// accesses are volatile so that LLVM keeps them one byte wide instead of merging them into
+/// the wide loads this function exists to avoid.
 ///
 /// # Safety
 ///
@@ -568,7 +590,7 @@ unsafe fn copy_bytes(to: *mut u8, dist: usize, len: usize) {
     for k in 0..len {
         // SAFETY: k < len is writable, and k - dist is either before `to` (initialised, by
         // the caller) or an earlier byte of this match, already written.
-        unsafe { *to.add(k) = *to.add(k).sub(dist) };
+        unsafe { to.add(k).write_volatile(to.add(k).sub(dist).read_volatile()) };
     }
 }
 
