@@ -706,13 +706,13 @@ unsafe fn copy_match(to: *mut u8, dist: usize, len: usize) {
         } else if dist == 1 {
             fill_wide(to, *from, len);
         } else {
-            // Period 2..7: write the first `step` bytes (a multiple of the period, 8..=14)
-            // one by one, then repeat them in 8-byte blocks.
-            let step = dist * 8usize.div_ceil(dist);
+            // Period 2..7: write the first `step` bytes (a multiple of the period, 16..=21)
+            // one by one, then repeat them in 16-byte blocks.
+            let step = dist * 16usize.div_ceil(dist);
             let head = len.min(step);
             copy_bytes(to, dist, head);
             if head < len {
-                copy_periodic::<8>(to, to, step, step, len);
+                copy_periodic::<16>(to, to, step, step, len);
             }
         }
     }
@@ -767,9 +767,10 @@ mod tests {
                 v.push((out[..n].to_vec(), 4096));
             }
         }
-        // Matches at short periods and lengths around the block sizes: 1..=7 (byte head, then
-        // 8-byte blocks), 8..=15 (8-byte blocks), 16..=63 (16-byte blocks repeating the
-        // pattern) and 64 on. (M3 lengths 34..=288 take the one-byte-extension path.)
+        // Matches at short periods and lengths around the block sizes: 1 (fill), 2..=7 (a byte
+        // head of 16..=21 bytes, then 16-byte blocks), 8..=15 (8-byte blocks; M2s and M3s
+        // byte by byte), 16..=63 (16-byte blocks repeating the pattern; M3s below 32 byte by
+        // byte) and 64 on. (M3 lengths 34..=288 take the one-byte-extension path.)
         let periods: &[usize] = if cfg!(miri) {
             &[1, 2, 7, 8, 16, 17, 40]
         } else {
