@@ -164,10 +164,9 @@ fn fast_loop(src: &[u8], dst: &mut [u8], at: Position) -> Position {
                 break;
             }
             // SAFETY: 1 <= dist <= op - d0, so op - dist is written output; the match writes
-            // below op + 48 <= d_end (the margins): three 16-byte blocks at most, the single
-            // bytes below op + len, or `copy_short` below op + max(32, len + 15) <= op + 48;
-            // the literal store at op + len <= op + 33 ends at op + 37; ip + 3 + 8 <= ip + 16
-            // for the literal word.
+            // below op + 48 <= d_end (the margins): three 16-byte blocks at most, or the
+            // single bytes below op + len; the literal store at op + len <= op + 33 ends at
+            // op + 37; ip + 3 + 8 <= ip + 16 for the literal word.
             unsafe {
                 if dist >= 32 {
                     // Blocks of 16 never overlap their source.
@@ -177,12 +176,11 @@ fn fast_loop(src: &[u8], dst: &mut [u8], at: Position) -> Position {
                     if len > 32 {
                         core::ptr::copy_nonoverlapping(from.add(32), op.add(32), 16);
                     }
-                } else if dist >= 16 {
-                    // The source lies in the last few instructions' stores and, from the
-                    // second block on, in this one's: byte by byte (see `copy_bytes`).
-                    copy_bytes_cold(op, dist, len);
                 } else {
-                    copy_short(op, dist, len);
+                    // The source lies in the last few instructions' stores and, from the
+                    // second block on (below 16, from the first), in this one's: byte by
+                    // byte (see `copy_bytes`).
+                    copy_bytes_cold(op, dist, len);
                 }
                 (ip, op, w) = trailing_literals(ip, 3, op, len, next);
             }
@@ -517,8 +515,8 @@ unsafe fn copy_wide(from: *const u8, to: *mut u8, n: usize) {
     }
 }
 
-/// [`copy_match`] for distances below 8 (M2), 16 (M3) or 64 (M3 with a one-byte length
-/// extension), out of line: rare on real pages, and keeping its loops out of the hot paths
+/// [`copy_match`] for distances below 8 (M2) or 64 (M3 with a one-byte length extension),
+/// out of line: rare on real pages, and keeping its loops out of the hot paths
 /// leaves them straight-line code.
 ///
 /// # Safety
@@ -531,8 +529,8 @@ unsafe fn copy_short(to: *mut u8, dist: usize, len: usize) {
     unsafe { copy_match(to, dist, len) }
 }
 
-/// [`copy_bytes`] out of line, for the M3s at distances 16..=31: frequent on a few pages
-/// (arrays of records of that size), rare elsewhere. As a call it leaves the fast loop
+/// [`copy_bytes`] out of line, for the M3s at distances below 32: frequent on a few pages
+/// (arrays of records of 16..=31 bytes), rare elsewhere. As a call it leaves the fast loop
 /// compiled as before; an inlined variant changed the loop's register allocation and tails,
 /// and every corpus decoded 5-7% slower.
 ///
