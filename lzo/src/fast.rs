@@ -17,8 +17,10 @@
 //! copy saves only about 5%: the time goes on walking the instructions, about 5.5 TSC ticks
 //! each once the core has learnt a page's branches. A match whose source lies in the last few
 //! instructions' stores waits until they reach the cache, because a wide load that spans
-//! two stores cannot take its bytes from the store buffer; so M2s at distances 8..=15 are
-//! copied byte by byte ([`copy_bytes`]), which the core can forward.
+//! two stores cannot take its bytes from the store buffer. So such matches are copied with
+//! loads the core can forward: M2s at distances 8..=15 byte by byte ([`copy_bytes`]), M3s
+//! below 32 the same after one 16-byte block ([`copy_m3_near`]), and long matches at periods
+//! 8..=15 from the pattern only ([`copy_period_8_to_15`]).
 //! SPEC.md section 5 gives the per-instruction costs and what was tried.
 
 use crate::DecompressError;
@@ -164,9 +166,9 @@ fn fast_loop(src: &[u8], dst: &mut [u8], at: Position) -> Position {
                 break;
             }
             // SAFETY: 1 <= dist <= op - d0, so op - dist is written output; the match writes
-            // below op + 48 <= d_end (the margins): three 16-byte blocks at most, or the
-            // single bytes below op + len; the literal store at op + len <= op + 33 ends at
-            // op + 37; ip + 3 + 8 <= ip + 16 for the literal word.
+            // below op + 48 <= d_end (the margins): three 16-byte blocks at most, or
+            // `copy_m3_near`'s below op + max(16, len); the literal store at op + len <= op + 33
+            // ends at op + 37; ip + 3 + 8 <= ip + 16 for the literal word.
             unsafe {
                 if dist >= 32 {
                     // Blocks of 16 never overlap their source.
@@ -178,9 +180,8 @@ fn fast_loop(src: &[u8], dst: &mut [u8], at: Position) -> Position {
                     }
                 } else {
                     // The source lies in the last few instructions' stores and, from the
-                    // second block on (below 16, from the first), in this one's: byte by
-                    // byte (see `copy_bytes`).
-                    copy_bytes_cold(op, dist, len);
+                    // second block on (below 16, from the first), in this one's.
+                    copy_m3_near(op, dist, len);
                 }
                 (ip, op, w) = trailing_literals(ip, 3, op, len, next);
             }
@@ -529,19 +530,40 @@ unsafe fn copy_short(to: *mut u8, dist: usize, len: usize) {
     unsafe { copy_match(to, dist, len) }
 }
 
-/// [`copy_bytes`] out of line, for the M3s at distances below 32: frequent on a few pages
-/// (arrays of records of 16..=31 bytes), rare elsewhere. As a call it leaves the fast loop
-/// compiled as before; an inlined variant changed the loop's register allocation and tails,
-/// and every corpus decoded 5-7% slower.
+/// Copies an M3 (at most 33 bytes) at a distance below 32, out of line: from 16 on, its
+/// first 16 bytes as one block and the rest one by one ([`copy_bytes`]); below 16, all one
+/// by one.
+///
+/// Why: such M3s are frequent on a few pages (arrays of records of 16..=31 bytes) and rare
+/// elsewhere. A wide load of their source would span the last few instructions' stores
+/// and, from the second block on, this match's own first block; but on those pages the
+/// record before was copied the same way, so the first 16 bytes are one earlier store,
+/// which the core forwards. On the node pages with 20 or more of these M3s, the block
+/// instead of its 16 single bytes took another 13% off (SPEC.md section 5, twenty-fourth
+/// session). As a call it leaves the fast loop compiled as before; an inlined variant
+/// changed the loop's register allocation and tails, and every corpus decoded 5-7% slower.
 ///
 /// # Safety
 ///
-/// As for [`copy_bytes`].
+/// `1 <= dist < 32`, the `dist` bytes before `to` are initialised output, and
+/// `to..to + max(16, len)` is writable output.
 #[cold]
 #[inline(never)]
-unsafe fn copy_bytes_cold(to: *mut u8, dist: usize, len: usize) {
-    // SAFETY: the caller upholds `copy_bytes`'s contract.
-    unsafe { copy_bytes(to, dist, len) }
+unsafe fn copy_m3_near(to: *mut u8, dist: usize, len: usize) {
+    if dist >= 16 {
+        // SAFETY: the block reads to - dist..to - dist + 16, initialised output before `to`
+        // (dist >= 16), and writes to..to + 16; `copy_bytes` then gets the bytes from 16 on,
+        // whose `dist` bytes before are initialised (before `to`, or just written).
+        unsafe {
+            core::ptr::copy_nonoverlapping(to.sub(dist), to, 16);
+            if len > 16 {
+                copy_bytes(to.add(16), dist, len - 16);
+            }
+        }
+    } else {
+        // SAFETY: the caller's promises are `copy_bytes`'s.
+        unsafe { copy_bytes(to, dist, len) }
+    }
 }
 
 /// [`copy_match`] that writes exactly `to..to + len`: all but the last 32 bytes with
