@@ -539,8 +539,8 @@ unsafe fn copy_short(to: *mut u8, dist: usize, len: usize) {
 /// and, from the second block on, this match's own first block; but on those pages the
 /// record before was copied the same way, so the first 16 bytes are one earlier store,
 /// which the core forwards. On the node pages with 20 or more of these M3s, the block
-/// instead of its 16 single bytes took another 13% off (SPEC.md section 5, twenty-fourth
-/// session). As a call it leaves the fast loop compiled as before; an inlined variant
+/// instead of its 16 single bytes took another 14-15% off the ticks (SPEC.md section 5,
+/// twenty-fourth session). As a call it leaves the fast loop compiled as before; an inlined variant
 /// changed the loop's register allocation and tails, and every corpus decoded 5-7% slower.
 ///
 /// # Safety
@@ -596,8 +596,8 @@ unsafe fn copy_match_exact(to: *mut u8, dist: usize, len: usize) {
 /// of the one before) and, for an M3 at 16..=31, of its own first block. A wide load that
 /// spans two stores cannot take its bytes from the store buffer and waits until they reach
 /// the cache; a byte load always can. Copied byte by byte on an Intel core, M2s at distances
-/// 8..=15 made node pages decode 9-10% faster on average, and M3s at 16..=31 made the node
-/// pages with 20 or more of them 16% faster (SPEC.md section 5, twenty-fourth session). The
+/// 8..=15 took 9-10% off node pages' mean ticks, and M3s at 16..=31 14% off those of the
+/// node pages with 20 or more of them (SPEC.md section 5, twenty-fourth session). The
 /// accesses are volatile so that LLVM keeps them one byte wide instead of merging them into
 /// the wide loads this function exists to avoid.
 ///
@@ -657,9 +657,9 @@ unsafe fn copy_periodic(to: *mut u8, base: *const u8, period: usize, start: usiz
 /// Why: every load reads the pattern, none the bytes just stored here. Read at the offset
 /// each position needs, as [`copy_periodic`] does, a block past offset `period - 8` spans
 /// the pattern's end and this match's first block, which the core cannot forward to it. A
-/// page of one match at period 8..=15 decodes in 344-606 ticks instead of 632-858 this way,
-/// the node pages with 300 or more such bytes about 2.5 times as fast (SPEC.md section 5,
-/// twenty-fourth session).
+/// page of one match at period 8, 9, 12 or 15 decodes in 258-500 ticks instead of 596-630
+/// this way, the node pages with 300 or more such bytes about 2.5 times as fast (SPEC.md
+/// section 5, twenty-fourth session).
 ///
 /// # Safety
 ///
