@@ -40,8 +40,8 @@ const SLACK: usize = 16;
 /// when the distance allows).
 const MATCH_SLACK: usize = 32;
 
-/// Decompresses `src` into `dst`; same contract and results as
-/// [`decompress_reference`](crate::decompress::decompress_reference).
+/// Decompresses `src` into `dst`; same contract and results as the reference decoder
+/// (`decompress::decompress_reference`, built for tests).
 pub(crate) fn decompress_fast(src: &[u8], dst: &mut [u8]) -> Result<usize, DecompressError> {
     decompress_with(src, dst, best_fast_loop)
 }

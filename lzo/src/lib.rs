@@ -5,7 +5,7 @@
 //!   `lzo1x_1_compress`, readable by liblzo2); [`Compressor::compress_rle`] writes LZO-RLE,
 //!   zram's default format. The output buffer's length is the budget: the compressor never
 //!   writes past it and stops as soon as the stream cannot fit.
-//! - [`decompress`]: a safe decompressor for every LZO1X instruction form (including the
+//! - [`decompress()`]: a safe decompressor for every LZO1X instruction form (including the
 //!   `M1` and 3-byte forms only `lzo1x_999` writes) and LZO-RLE, into an output buffer of
 //!   any size, with typed errors mirroring liblzo2's ([`DecompressError`]).
 //! - [`Lzo1x`] and [`LzoRle`]: the two as [`PageCodec`]s for page stores.
