@@ -540,8 +540,9 @@ unsafe fn copy_short(to: *mut u8, dist: usize, len: usize) {
 /// record before was copied the same way, so the first 16 bytes are one earlier store,
 /// which the core forwards. On the node pages with 20 or more of these M3s, the block
 /// instead of its 16 single bytes took another 14-15% off the ticks (SPEC.md section 5,
-/// twenty-fourth session). As a call it leaves the fast loop compiled as before; an inlined variant
-/// changed the loop's register allocation and tails, and every corpus decoded 5-7% slower.
+/// twenty-fourth session). As a call it leaves the fast loop compiled as before; an inlined
+/// variant changed the loop's register allocation and tails, and every corpus decoded 5-7%
+/// slower.
 ///
 /// # Safety
 ///
@@ -667,13 +668,14 @@ unsafe fn copy_periodic(to: *mut u8, base: *const u8, period: usize, start: usiz
 /// `to..to + len + 15` is writable output.
 #[inline(always)]
 unsafe fn copy_period_8_to_15(to: *mut u8, period: usize, len: usize) {
+    // SAFETY: the pattern's start, inside the output (the caller's promise).
+    let from = unsafe { to.sub(period) };
     let mut p = 0;
     while p < len {
-        // SAFETY: both reads lie in the pattern to - period..to (8 <= period), initialised and
+        // SAFETY: both reads lie in the pattern from..to (8 <= period), initialised and
         // before every write; both writes start below to + len and end by
         // to + p + period < to + len + 15 (p < len, period < 16).
         unsafe {
-            let from = to.sub(period);
             core::ptr::copy_nonoverlapping(from, to.add(p), 8);
             if period > 8 {
                 core::ptr::copy_nonoverlapping(from.add(period - 8), to.add(p + period - 8), 8);
