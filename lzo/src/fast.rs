@@ -153,6 +153,13 @@ fn fast_loop(src: &[u8], dst: &mut [u8], at: Position) -> Position {
                 (ip, op, w) = trailing_literals(ip, 2, op, len, next);
             }
             state = next;
+            // Its own end test and loop back, rather than the one the M3 arms share below:
+            // on the Intel core of SPEC.md section 5's twenty-fifth session, 1.5-2% fewer
+            // ticks on every corpus (the M3 arms given their own too: 0.4% more).
+            if ip > ip_last || op > op_last {
+                break;
+            }
+            continue;
         } else if t > 32 {
             // M3 (`001LLLLL` LE16) without length extension: 3..=33 bytes. Opcodes from 64
             // went above, so `t > 32` means `L != 0`, and `L + 2` is `t - 30`. Written as
