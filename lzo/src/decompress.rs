@@ -272,24 +272,25 @@ fn copy_literals(
 /// section 5, twenty-fifth session).
 #[inline(always)]
 fn copy_exact(to: &mut [u8], from: &[u8]) {
-    let n = from.len();
-    if n > 32 {
-        to.copy_from_slice(from);
-    } else if n >= 16 {
-        to[..16].copy_from_slice(&from[..16]);
-        to[n - 16..].copy_from_slice(&from[n - 16..]);
-    } else if n >= 8 {
-        to[..8].copy_from_slice(&from[..8]);
-        to[n - 8..].copy_from_slice(&from[n - 8..]);
-    } else if n >= 4 {
-        to[..4].copy_from_slice(&from[..4]);
-        to[n - 4..].copy_from_slice(&from[n - 4..]);
-    } else if n >= 2 {
-        to[..2].copy_from_slice(&from[..2]);
-        to[n - 2..].copy_from_slice(&from[n - 2..]);
-    } else if n == 1 {
-        to[0] = from[0];
+    debug_assert_eq!(to.len(), from.len());
+    match from.len() {
+        0 => {}
+        1 => to[0] = from[0],
+        2..=3 => copy_head_and_tail::<2>(to, from),
+        4..=7 => copy_head_and_tail::<4>(to, from),
+        8..=15 => copy_head_and_tail::<8>(to, from),
+        16..=32 => copy_head_and_tail::<16>(to, from),
+        _ => to.copy_from_slice(from),
     }
+}
+
+/// Copies `from` into `to` (the same length, `K..=2 * K` bytes) as its first and its last
+/// `K` bytes, which together cover it.
+#[inline(always)]
+fn copy_head_and_tail<const K: usize>(to: &mut [u8], from: &[u8]) {
+    let n = from.len();
+    to[..K].copy_from_slice(&from[..K]);
+    to[n - K..].copy_from_slice(&from[n - K..]);
 }
 
 #[inline]

@@ -154,8 +154,9 @@ fn fast_loop(src: &[u8], dst: &mut [u8], at: Position) -> Position {
             }
             state = next;
             // Its own end test and loop back, rather than the one the M3 arms share below:
-            // on the Intel core of SPEC.md section 5's twenty-fifth session, 1.5-2% fewer
-            // ticks on every corpus (the M3 arms given their own too: 0.4% more).
+            // fewer ticks on every corpus on the Intel core of SPEC.md section 5's
+            // twenty-fifth session (node pages' median about 2%); the M3 arms given their
+            // own too were 0.4% slower.
             if ip > ip_last || op > op_last {
                 break;
             }
