@@ -359,7 +359,7 @@ mod tests {
         let from: Vec<u8> = (0..48u8).map(|i| i.wrapping_mul(37) ^ 0x5A).collect();
         for n in 0..=40 {
             for at in [0, 3] {
-                let mut to = vec![0xEE; 48];
+                let mut to = [0xEEu8; 48];
                 copy_exact(&mut to[at..at + n], &from[at..at + n]);
                 assert!(to[at..at + n] == from[at..at + n], "length {n} at {at}");
                 assert!(to[..at].iter().chain(&to[at + n..]).all(|&b| b == 0xEE), "length {n} at {at}");
