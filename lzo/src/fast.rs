@@ -117,6 +117,9 @@ fn fast_loop(src: &[u8], dst: &mut [u8], at: Position) -> Position {
     let op_last = d0.wrapping_add(dst.len() - OUT_MARGIN);
     let mut ip = s0.wrapping_add(ip);
     let mut op = d0.wrapping_add(op);
+    // Whether an instruction starting at `ip` and `op` would break the margins (below): the
+    // loop stops before it.
+    let past_margins = |ip: *const u8, op: *mut u8| ip > ip_last || op > op_last;
     // Loop invariant at the top: s0 <= ip <= ip_last and d0 <= op <= op_last, so
     // ip..ip + 16 is inside `src`, op..op + 48 inside `dst`, and d0..op initialised output.
     // Every `unsafe` block below relies on it (named "the margins"). Also, `w` holds the
@@ -157,7 +160,7 @@ fn fast_loop(src: &[u8], dst: &mut [u8], at: Position) -> Position {
             // fewer ticks on every corpus on the Intel core of SPEC.md section 5's
             // twenty-fifth session (node pages' median about 2%); the M3 arms given their
             // own too were 0.4% slower.
-            if ip > ip_last || op > op_last {
+            if past_margins(ip, op) {
                 break;
             }
             continue;
@@ -279,7 +282,7 @@ fn fast_loop(src: &[u8], dst: &mut [u8], at: Position) -> Position {
                             w = lit >> (8 * next);
                         }
                         state = next;
-                        if ip > ip_last || op > op_last {
+                        if past_margins(ip, op) {
                             break 'decode;
                         }
                         continue 'decode;
@@ -378,7 +381,7 @@ fn fast_loop(src: &[u8], dst: &mut [u8], at: Position) -> Position {
                 }
                 state = next;
             }
-            if ip > ip_last || op > op_last {
+            if past_margins(ip, op) {
                 break;
             }
             // SAFETY: the margins, just checked: ip + 8 <= ip + 16.
@@ -387,7 +390,7 @@ fn fast_loop(src: &[u8], dst: &mut [u8], at: Position) -> Position {
         }
         // Every instruction above moved ip and op forward within their buffers (next <= 3
         // literals were inside the checked input, len + next bytes inside the output).
-        if ip > ip_last || op > op_last {
+        if past_margins(ip, op) {
             break;
         }
     }
