@@ -277,9 +277,9 @@ fn fast_loop(src: &[u8], dst: &mut [u8], at: Position, distances: impl Distances
             // M3 with a one-byte length extension: 34..=288 bytes (the long matches of real
             // pages, about 20 per page, mostly shorter than 64 bytes).
             let len = ((w >> 8) & 0xFF) as usize + 33;
-            let v = ((w >> 16) & 0xFFFF) as usize;
-            let dist = (v >> 2) + 1;
-            let next = v & 3;
+            // The same 16-bit distance field as an M3's, one byte further on.
+            let dist = distances.m3(w >> 8) + 1;
+            let next = ((w >> 16) & 3) as usize;
             if dist > op.addr() - d0.addr() || len > d_end.addr() - op.addr() - MATCH_SLACK {
                 break;
             }
