@@ -289,7 +289,7 @@ fn fast_loop(src: &[u8], dst: &mut [u8], at: Position, distances: impl Distances
             // literal store ends at op + len + 4; ip + 4 + 8 <= ip + 16 (the margins) for the
             // literal word.
             unsafe {
-                if dist >= 64 {
+                if dist >= 64 && dist >= len {
                     // Blocks of 16 never overlap their source. Four without a test: most of
                     // these matches are at most 64 bytes.
                     let from = op.sub(dist);
@@ -303,8 +303,9 @@ fn fast_loop(src: &[u8], dst: &mut [u8], at: Position, distances: impl Distances
                         i += 16;
                     }
                 } else {
-                    // A nearer source repeats its first `dist` bytes: `copy_match` reads
-                    // every block from them rather than from the blocks it has just stored.
+                    // A match longer than its distance repeats its first `dist` bytes:
+                    // `copy_match` reads its blocks from them where that is faster than from
+                    // the blocks it has just stored.
                     copy_short(op, dist, len);
                 }
                 (ip, op, w) = trailing_literals(ip, 4, op, len, next);
@@ -772,6 +773,60 @@ unsafe fn copy_period_8_to_15(to: *mut u8, period: usize, len: usize) {
     }
 }
 
+/// Repeats the `period` bytes before `to` (64 <= period) up to `to + len`: per period,
+/// 16-byte blocks from the pattern's start and one that ends at its end, overlapping the one
+/// before; from 128 on only for two periods, then blocks from two periods back.
+///
+/// Why: every load reads the pattern, written before this match, or bytes stored at least
+/// 256 bytes earlier, none of the blocks just stored here. Read from `period` bytes back,
+/// each block's source is the blocks stored four to eight earlier, still on their way to
+/// the cache; at periods that are not a multiple of 16 a load spans two of them, which the
+/// core cannot forward to it, so every block waited for the stores before it. SPEC.md
+/// section 5, twenty-eighth session, gives the figures.
+///
+/// # Safety
+///
+/// `64 <= period`, the `period` bytes before `to` are initialised output, and
+/// `to..to + len + 15` is writable output.
+#[inline(never)]
+unsafe fn copy_long_period(to: *mut u8, period: usize, len: usize) {
+    // SAFETY: the pattern's start, inside the output (the caller's promise).
+    let from = unsafe { to.sub(period) };
+    // Long periods repeat the pattern twice; past that, blocks from two periods back are far
+    // enough behind, and a loop per period would cost a mispredicted exit each.
+    let patterned = if period >= 128 { len.min(2 * period) } else { len };
+    // Each period's copy starts at `to + p`; its blocks at `j` below `period - 16`, and the
+    // last at `period - 16`, all read inside the pattern from..to.
+    let mut p = 0;
+    while p < patterned {
+        let mut j = 0;
+        while j + 16 < period && p + j < patterned {
+            // SAFETY: reads from + j..from + j + 16 inside the pattern (j + 16 < period);
+            // writes a block starting below to + len, so ending by to + len + 15.
+            unsafe { core::ptr::copy_nonoverlapping(from.add(j), to.add(p + j), 16) };
+            j += 16;
+        }
+        if p + period - 16 < patterned {
+            // SAFETY: reads the pattern's last 16 bytes (16 <= period); writes a block
+            // starting below to + len.
+            unsafe {
+                let last = period - 16;
+                core::ptr::copy_nonoverlapping(from.add(last), to.add(p + last), 16);
+            }
+        }
+        p += period;
+    }
+    // Only when patterned = 2 * period < len.
+    let mut i = patterned;
+    while i < len {
+        // SAFETY: writes a block starting below to + len; reads to + i - 2 * period..+ 16,
+        // which ends by to + i (2 * period >= 16): this match's bytes, all written (the
+        // blocks above end at the period boundary 2 * period, and later ones at i).
+        unsafe { core::ptr::copy_nonoverlapping(to.add(i - 2 * period), to.add(i), 16) };
+        i += 16;
+    }
+}
+
 /// Runs longer than this are filled by `memset` ([`core::ptr::write_bytes`]), shorter ones
 /// by inline 16-byte stores.
 const INLINE_FILL_MAX: usize = 256;
@@ -817,15 +872,19 @@ unsafe fn fill_wide(to: *mut u8, byte: u8, n: usize) {
 unsafe fn copy_match(to: *mut u8, dist: usize, len: usize) {
     // SAFETY: every write is below to + max(32, len + 15): 16-byte blocks from 0 while below
     // len, at least two; `copy_periodic`'s 16-byte blocks starting below len;
-    // `copy_period_8_to_15`'s blocks, below len + 15; `fill_wide`'s 16-byte blocks or exact
-    // fill; single bytes below len. Every read is of initialised output: the far blocks read
-    // at least `dist` bytes before the write they feed; `copy_periodic` reads its pattern (the
-    // `dist` bytes before `to`, or the first `step` bytes written here, with `base + period`
-    // at the block start as it requires) and its own first block; `copy_period_8_to_15`
-    // reads the `dist` bytes before `to`; the single bytes read `dist` bytes back.
+    // `copy_period_8_to_15`'s and `copy_long_period`'s blocks, below len + 15;
+    // `fill_wide`'s 16-byte blocks or exact fill; single bytes below len. Every read is of
+    // initialised output: the far blocks read at least `dist` bytes before the write they
+    // feed; `copy_periodic` reads its pattern (the `dist` bytes before `to`, or the first
+    // `step` bytes written here, with `base + period` at the block start as it requires) and
+    // its own first block; `copy_period_8_to_15` reads the `dist` bytes before `to`,
+    // `copy_long_period` those and bytes it has written; the single bytes read `dist` bytes
+    // back.
     unsafe {
         let from = to.sub(dist);
-        if dist >= 64 {
+        if dist >= 64 && len > dist {
+            copy_long_period(to, dist, len);
+        } else if dist >= 64 {
             // Blocks of 16 never overlap their source, and at this distance their source was
             // stored long enough ago. Most matches are at most 32 bytes: copy two blocks
             // without a length test.
@@ -908,11 +967,16 @@ mod tests {
         // Matches at short periods and lengths around the block sizes: 1 (fill), 2..=7 (a byte
         // head of 16..=21 bytes, then 16-byte blocks), 8..=15 (8-byte blocks; M2s and M3s
         // byte by byte), 16..=63 (16-byte blocks repeating the pattern; M3s below 32 byte by
-        // byte) and 64 on. (M3 lengths 34..=288 take the one-byte-extension path.)
+        // byte) and 64 on (blocks from the pattern when the match is longer than its period;
+        // from 128 for two periods, then from two periods back). (M3 lengths 34..=288 take
+        // the one-byte-extension path.)
         let periods: &[usize] = if cfg!(miri) {
-            &[1, 2, 7, 8, 16, 17, 40]
+            &[1, 2, 7, 8, 16, 17, 40, 90, 130]
         } else {
-            &[1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 15, 16, 17, 20, 24, 33, 40, 63, 64, 65]
+            &[
+                1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 15, 16, 17, 20, 24, 33, 40, 63, 64, 65, 79, 80, 90, 127, 128,
+                129, 200,
+            ]
         };
         let lens: &[usize] = if cfg!(miri) {
             &[3, 9, 33, 70, 300]
