@@ -22,7 +22,8 @@
 //! two stores cannot take its bytes from the store buffer. So such matches are copied with
 //! loads the core can forward: M2s at distances 8..=15 byte by byte ([`copy_bytes`]), M3s at
 //! 16..=31 the same after one 16-byte block and below 16 entirely ([`copy_m3_near`]), and long
-//! matches at periods 8..=15 from the pattern only ([`copy_period_8_to_15`]).
+//! matches at periods 8..=15 and from 64 from the pattern ([`copy_period_8_to_15`],
+//! [`copy_long_period`]).
 //! SPEC.md section 5 gives the per-instruction costs and what was tried.
 
 use crate::DecompressError;
