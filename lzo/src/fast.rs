@@ -29,6 +29,8 @@
 use crate::DecompressError;
 use crate::decompress::{MAX_255_COUNT, Position, decode_from, first_literals, read_header};
 use crate::format::{MIN_ZERO_RUN, short_match};
+#[cfg(target_arch = "x86_64")]
+use pagecodec::cpu::{X86Feature, x86_has};
 
 /// Input bytes required at an instruction's start: opcode, two operand bytes, and a 4-byte
 /// copy of up to 3 trailing literals, with slack for the zero-run token (4 + 4 bytes).
@@ -84,16 +86,10 @@ fn best_fast_loop(src: &[u8], dst: &mut [u8], at: Position) -> Position {
 /// that grows with the mask's set bits (11 and 14 here) instead of one operation; they take
 /// the baseline build, which costs them nothing else, as their `shr` by `cl` is one operation.
 /// They are told apart by features, so that the rule also works from compile-time features:
-/// `sse4a` marks an AMD or Hygon core, and of those only Zen 3 and later have `vaes`. Detected
-/// at run time under `std`, taken from the compile-time target features without it and under
-/// Miri.
+/// `sse4a` marks an AMD or Hygon core, and of those only Zen 3 and later have `vaes`.
 #[cfg(target_arch = "x86_64")]
 fn bmi2_build_fits() -> bool {
-    #[cfg(all(feature = "std", not(miri)))]
-    let (sse4a, vaes) = (std::is_x86_feature_detected!("sse4a"), std::is_x86_feature_detected!("vaes"));
-    #[cfg(any(not(feature = "std"), miri))]
-    let (sse4a, vaes) = (cfg!(target_feature = "sse4a"), cfg!(target_feature = "vaes"));
-    bmi2_available() && pext_in_hardware(sse4a, vaes)
+    bmi2_available() && pext_in_hardware(x86_has(X86Feature::Sse4a), x86_has(X86Feature::Vaes))
 }
 
 /// The rule of [`bmi2_build_fits`]: `pext` is fast unless the core is AMD's or Hygon's
@@ -103,14 +99,11 @@ const fn pext_in_hardware(sse4a: bool, vaes: bool) -> bool {
     !sse4a || vaes
 }
 
-/// Whether this CPU has BMI2: detected at run time under `std`, taken from the compile-time
-/// target features without it and under Miri.
+/// Whether this CPU has BMI2, by the family's rule ([`x86_has`]: detected at run time under
+/// `std`, taken from the compile-time target features without it and under Miri).
 #[cfg(target_arch = "x86_64")]
 fn bmi2_available() -> bool {
-    #[cfg(all(feature = "std", not(miri)))]
-    return std::is_x86_feature_detected!("bmi2");
-    #[cfg(any(not(feature = "std"), miri))]
-    return cfg!(target_feature = "bmi2");
+    x86_has(X86Feature::Bmi2)
 }
 
 /// [`fast_loop`] compiled with BMI2, taking match distances out with [`Pext`]. The next

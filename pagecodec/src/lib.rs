@@ -10,6 +10,8 @@
 //! - [`CompressError`] and [`DecompressError`]: typed, `#[non_exhaustive]` errors;
 //! - [`Raw`]: the identity codec, the `memcpy` floor for benchmarks;
 //! - [`same_filled`]: zram's same-filled page detection;
+//! - `cpu` (x86_64): which CPU features are present, by one rule for every codec crate's
+//!   dispatch (run-time detection with `std`, compile-time target features without);
 //! - `testing` (feature `testing`): page generators for every page class and
 //!   [`check_codec`](testing::check_codec), the conformance suite every codec runs.
 //!
@@ -34,6 +36,8 @@ extern crate alloc;
 extern crate std;
 
 mod codec;
+#[cfg(target_arch = "x86_64")]
+pub mod cpu;
 mod error;
 mod page;
 mod raw;

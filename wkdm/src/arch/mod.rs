@@ -71,15 +71,13 @@ const fn left_pack_table(lane_bytes: usize) -> [[u8; 16]; 16] {
     table
 }
 
-/// Whether every named x86_64 feature is present: detected at run time under `std`, taken
-/// from the compile-time target features without it; `false` on other architectures and
-/// under Miri, which does not run SIMD.
+/// Whether every named x86_64 feature ([`pagecodec::cpu::X86Feature`]) is present, by the
+/// family's rule ([`pagecodec::cpu::x86_has`]); `false` on other architectures and under
+/// Miri, which does not run SIMD.
 macro_rules! x86_features {
-    ($($feature:tt),+) => {{
-        #[cfg(all(target_arch = "x86_64", feature = "std", not(miri)))]
-        let present = true $(&& std::is_x86_feature_detected!($feature))+;
-        #[cfg(all(target_arch = "x86_64", not(feature = "std"), not(miri)))]
-        let present = true $(&& cfg!(target_feature = $feature))+;
+    ($($feature:ident),+) => {{
+        #[cfg(all(target_arch = "x86_64", not(miri)))]
+        let present = true $(&& pagecodec::cpu::x86_has(pagecodec::cpu::X86Feature::$feature))+;
         #[cfg(any(not(target_arch = "x86_64"), miri))]
         let present = false;
         present
@@ -88,28 +86,19 @@ macro_rules! x86_features {
 
 /// Whether the SSE4.1 path can run here.
 pub(crate) fn sse41_available() -> bool {
-    x86_features!("sse4.1", "ssse3", "popcnt")
+    x86_features!(Sse41, Ssse3, Popcnt)
 }
 
 /// Whether the AVX2 path can run here.
 pub(crate) fn avx2_available() -> bool {
-    x86_features!("avx2", "bmi2")
+    x86_features!(Avx2, Bmi2)
 }
 
 /// Whether the AVX-512 path can run here: the AVX2 path's features plus POPCNT, AVX-512F,
 /// BW, CD, VL, VBMI, VBMI2 and GFNI.
 pub(crate) fn avx512_available() -> bool {
     avx2_available()
-        && x86_features!(
-            "popcnt",
-            "avx512f",
-            "avx512bw",
-            "avx512cd",
-            "avx512vl",
-            "avx512vbmi",
-            "avx512vbmi2",
-            "gfni"
-        )
+        && x86_features!(Popcnt, Avx512f, Avx512bw, Avx512cd, Avx512vl, Avx512vbmi, Avx512vbmi2, Gfni)
 }
 
 /// Whether the NEON path can run here (NEON is part of the aarch64 baseline; never under
