@@ -48,9 +48,9 @@ const IN_MARGIN: usize = 16;
 const OUT_MARGIN: usize = 48;
 /// Output bytes written before the fast loop's primed phase ([`fast_phases`]) takes over. From
 /// there on, one unsigned compare tells whether a match's distance lies between its block
-/// copy's lower bound (16 for an M2, 32 for an M3: at most this) and the output written
-/// ([`in_block_range`]).
-const PRIMED_FROM: usize = 32;
+/// copy's lower bound (16 for an M2, 32 for an M3, 64 for an M3 with a one-byte length
+/// extension: at most this) and the output written ([`in_block_range`]).
+const PRIMED_FROM: usize = 64;
 /// Scratch bytes a wide literal copy may write past its exact end.
 const SLACK: usize = 16;
 /// Scratch bytes a match copy may write past its exact end (it copies at least 32 bytes
@@ -94,7 +94,7 @@ fn within_margins(src: &[u8], dst: &[u8], at: Position) -> bool {
 ///
 /// The two builds come as closures rather than one `Distances` value passed to both: in the
 /// BMI2 build the two forms compile to different register allocations, and the closures'
-/// measured 2-4% faster on every corpus (twenty-ninth session).
+/// decoded 1-4% faster on every corpus (SPEC.md section 5, twenty-ninth session).
 #[inline(always)]
 fn fast_phases(
     src: &[u8],
@@ -221,7 +221,7 @@ impl Pext {
     /// The extraction, with the M3 mask passed through [`core::hint::black_box`] once: LLVM
     /// otherwise turns a `pext` by that contiguous mask into a shift and an `and`, and on
     /// Intel's cores a shift runs on ports 0 and 6, the two that also run every branch, of
-    /// which an M3 takes seven. With the mask hidden, node pages decoded 2.6% faster
+    /// which an M3 takes seven. With the mask hidden, pages decoded 1-2.6% faster
     /// (SPEC.md section 5, twenty-ninth session).
     ///
     /// # Safety
@@ -248,13 +248,14 @@ impl Distances for Pext {
 }
 
 /// Whether a match `back + 1` bytes back lies in `min..=written`, where it is copied in blocks
-/// (`min` is 16 for an M2, 32 for an M3). Below `min` the source overlaps the blocks;
+/// (`min` is 16 for an M2, 32 for an M3 and 64 for an M3 with a one-byte length extension).
+/// Below `min` the source overlaps the blocks, or lies in stores the core cannot forward;
 /// above `written` it is a look-behind overrun.
 ///
 /// `PRIMED` (requires `written >= min`): one unsigned compare, as `back - (min - 1)` wraps
 /// past `written - min` below `min`. Two compares cost a branch more, and branches share
-/// ports 0 and 6 with shifts on Intel's cores, where the M2 and M3 arms were bound by them:
-/// one branch fewer in both arms took 2% off node pages' ticks (twenty-ninth session).
+/// ports 0 and 6 with shifts on Intel's cores, where the M2 and M3 arms were bound by them
+/// (SPEC.md section 5, twenty-ninth session).
 #[inline(always)]
 fn in_block_range<const PRIMED: bool>(back: usize, written: usize, min: usize) -> bool {
     if PRIMED { back.wrapping_sub(min - 1) <= written - min } else { back >= min - 1 && back < written }
@@ -386,9 +387,18 @@ fn fast_loop<const PRIMED: bool>(
             // pages, about 20 per page, mostly shorter than 64 bytes).
             let len = ((w >> 8) & 0xFF) as usize + 33;
             // The same 16-bit distance field as an M3's, one byte further on.
-            let dist = distances.m3(w >> 8) + 1;
+            let back = distances.m3(w >> 8);
+            let dist = back + 1;
             let next = ((w >> 16) & 3) as usize;
-            if dist > op.addr() - d0.addr() || len > d_end.addr() - op.addr() - MATCH_SLACK {
+            let written = op.addr() - d0.addr();
+            let far = in_block_range::<PRIMED>(back, written, 64);
+            if !far {
+                cold_path();
+                if dist > written {
+                    break;
+                }
+            }
+            if len > d_end.addr() - op.addr() - MATCH_SLACK {
                 break;
             }
             // SAFETY: 1 <= dist <= op - d0 and op + len + 32 <= d_end (checked above): the
@@ -397,7 +407,7 @@ fn fast_loop<const PRIMED: bool>(
             // literal store ends at op + len + 4; ip + 4 + 8 <= ip + 16 (the margins) for the
             // literal word.
             unsafe {
-                if dist >= 64 && dist >= len {
+                if far && dist >= len {
                     // Blocks of 16 never overlap their source. Four without a test: most of
                     // these matches are at most 64 bytes.
                     let from = op.sub(dist);
@@ -1190,28 +1200,30 @@ mod tests {
         }
     }
 
-    /// M2s and M3s at distances around their block copy's lower bound (16, 32) and around the
-    /// output written (in range, one past it), in the early phase (a first literal run shorter
-    /// than `PRIMED_FROM`) and in the primed phase (after a literal run that crosses it).
+    /// M2s, M3s and M3s with a one-byte length extension at distances around their block
+    /// copy's lower bound (16, 32, 64) and around the output written (in range, one past it),
+    /// in the early phase (a first literal run shorter than `PRIMED_FROM`) and in the primed
+    /// phase (after a literal run that crosses it).
     #[test]
     fn block_range_edges_in_both_phases() {
-        fn push_match(s: &mut Vec<u8>, m3: bool, dist: usize, len: usize) {
-            if m3 {
-                s.push(0x20 | (len - 2) as u8);
+        /// Pushes a match; `min` names the kind (16: M2, 32: M3, 64: M3 with an extension).
+        fn push_match(s: &mut Vec<u8>, min: usize, dist: usize, len: usize) {
+            match min {
+                16 => s.extend([(((len - 1) << 5) | (((dist - 1) & 7) << 2)) as u8, ((dist - 1) >> 3) as u8]),
+                32 => s.push(0x20 | (len - 2) as u8),
+                _ => s.extend([0x20, (len - 33) as u8]),
+            }
+            if min > 16 {
                 s.extend_from_slice(&(((dist - 1) << 2) as u16).to_le_bytes());
-            } else {
-                s.push((((len - 1) << 5) | (((dist - 1) & 7) << 2)) as u8);
-                s.push(((dist - 1) >> 3) as u8);
             }
         }
-        let firsts: &[usize] = if cfg!(miri) { &[4, 20] } else { &[4, 8, 15, 16, 17, 20, 31] };
-        let gaps: &[usize] = if cfg!(miri) { &[4, 30] } else { &[4, 9, 16, 17, 30] };
+        let firsts: &[usize] = if cfg!(miri) { &[4, 40] } else { &[4, 8, 15, 16, 17, 31, 32, 33, 63] };
+        let gaps: &[usize] = if cfg!(miri) { &[4, 30] } else { &[4, 9, 17, 30] };
         for &first in firsts {
             for &gap in gaps {
-                for m3 in [false, true] {
-                    let (min, len) = if m3 { (32, 20) } else { (16, 6) };
+                for (min, len) in [(16, 6), (32, 20), (64, 40)] {
                     // Before the first match `first` bytes are written; before the second,
-                    // `first + len + gap` (at least PRIMED_FROM).
+                    // `first + len + gap` (at least PRIMED_FROM in some cases).
                     let mut dists = vec![1, 8, min - 1, min, min + 1];
                     for written in [first, first + len + gap] {
                         dists.extend([written - 1, written, written + 1]);
@@ -1220,10 +1232,10 @@ mod tests {
                         for &d2 in &dists {
                             let mut s = vec![17 + first as u8];
                             s.extend((0..first).map(|i| (i * 7 + 3) as u8));
-                            push_match(&mut s, m3, d1.min(first + 1), len);
+                            push_match(&mut s, min, d1.min(first + 1), len);
                             s.push(gap as u8 - 3);
                             s.extend((0..gap).map(|i| (i * 5 + 1) as u8));
-                            push_match(&mut s, m3, d2, len);
+                            push_match(&mut s, min, d2, len);
                             // Literals that keep the input margin, then the end marker.
                             s.push(15);
                             s.extend((0..18).map(|i| (i * 3 + 2) as u8));
