@@ -112,6 +112,20 @@ fn fast_phases(
     primed(src, dst, at)
 }
 
+/// [`fast_phases`] with the two builds of [`fast_loop`] for `distances` (an expression each
+/// closure evaluates), as closures (see there).
+macro_rules! fast_phases_with {
+    ($src:expr, $dst:expr, $at:expr, $distances:expr) => {
+        fast_phases(
+            $src,
+            $dst,
+            $at,
+            |s, d, a| fast_loop::<false>(s, d, a, $distances),
+            |s, d, a| fast_loop::<true>(s, d, a, $distances),
+        )
+    };
+}
+
 /// [`fast_loop`] built for BMI2 where [`bmi2_build_fits`], else the baseline build.
 #[inline(always)]
 fn best_fast_loop(src: &[u8], dst: &mut [u8], at: Position) -> Position {
@@ -120,13 +134,7 @@ fn best_fast_loop(src: &[u8], dst: &mut [u8], at: Position) -> Position {
         // SAFETY: the CPU has BMI2 (part of the test just above).
         return unsafe { fast_loop_bmi2(src, dst, at) };
     }
-    fast_phases(
-        src,
-        dst,
-        at,
-        |s, d, a| fast_loop::<false>(s, d, a, Shifts),
-        |s, d, a| fast_loop::<true>(s, d, a, Shifts),
-    )
+    fast_phases_with!(src, dst, at, Shifts)
 }
 
 /// Whether to run [`fast_loop_bmi2`]: the CPU has BMI2 and runs `pext` in hardware.
@@ -172,13 +180,7 @@ fn bmi2_available() -> bool {
 unsafe fn fast_loop_bmi2(src: &[u8], dst: &mut [u8], at: Position) -> Position {
     // SAFETY: the CPU has BMI2 (the caller's contract).
     let pext = unsafe { Pext::new() };
-    fast_phases(
-        src,
-        dst,
-        at,
-        |s, d, a| fast_loop::<false>(s, d, a, pext),
-        |s, d, a| fast_loop::<true>(s, d, a, pext),
-    )
+    fast_phases_with!(src, dst, at, pext)
 }
 
 /// How the fast loop takes a match distance out of an instruction's first bytes `w`
@@ -1057,15 +1059,7 @@ mod tests {
             }
         };
         let mut a = vec![0x00; cap];
-        let run = |s: &[u8], d: &mut [u8], at| {
-            fast_phases(
-                s,
-                d,
-                at,
-                |s, d, a| fast_loop::<false>(s, d, a, Shifts),
-                |s, d, a| fast_loop::<true>(s, d, a, Shifts),
-            )
-        };
+        let run = |s: &[u8], d: &mut [u8], at| fast_phases_with!(s, d, at, Shifts);
         check("baseline", decompress_with(stream, &mut a, run), &a);
         #[cfg(target_arch = "x86_64")]
         if bmi2_available() {
