@@ -26,11 +26,10 @@
 //!
 //! A match whose source lies in the last few instructions' stores waits until they reach the
 //! cache, because a wide load that spans two stores cannot take its bytes from the store
-//! buffer. So such matches are copied with
-//! loads the core can forward: M2s at distances 8..=15 byte by byte ([`copy_bytes`]), M3s at
-//! 16..=31 the same after one 16-byte block and below 16 entirely ([`copy_m3_near`]), and long
-//! matches at periods 8..=15 and from 64 from the pattern ([`copy_period_8_to_15`],
-//! [`copy_long_period`]).
+//! buffer. So such matches are copied with loads the core can forward: M2s at distances
+//! 8..=15 byte by byte ([`copy_bytes`]), M3s at 16..=31 the same after one 16-byte block and
+//! below 16 entirely ([`copy_m3_near`]), and long matches at periods 8..=15 and from 64 from
+//! the pattern ([`copy_period_8_to_15`], [`copy_long_period`]).
 //! SPEC.md section 5 gives the per-instruction costs and what was tried.
 
 use crate::DecompressError;
@@ -223,7 +222,7 @@ impl Pext {
     /// The extraction, with the M3 mask passed through [`core::hint::black_box`] once: LLVM
     /// otherwise turns a `pext` by that contiguous mask into a shift and an `and`, and on
     /// Intel's cores a shift runs on ports 0 and 6, the two that also run every branch, of
-    /// which an M3 takes seven. With the mask hidden, pages decoded 1-2.6% faster
+    /// which an M3 took seven. With the mask hidden, pages decoded 1-2.6% faster
     /// (SPEC.md section 5, twenty-ninth session).
     ///
     /// # Safety
