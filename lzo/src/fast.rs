@@ -262,6 +262,29 @@ fn in_block_range<const PRIMED: bool>(back: usize, written: usize, min: usize) -
     if PRIMED { back.wrapping_sub(min - 1) <= written - min } else { back >= min - 1 && back < written }
 }
 
+/// In an M2 or M3 arm of [`fast_loop`]: whether the match `$back + 1` bytes back, with
+/// `$written` bytes out, is copied in blocks ([`in_block_range`] with bound `$min`); if not,
+/// off the hot path, `break`s out of the loop for a look-behind overrun (the reference
+/// decoder reports it) and otherwise gives `false` (the arm's nearer copy).
+///
+/// It uses the calling [`fast_loop`] build's `PRIMED`. A macro because it breaks out of the
+/// caller's loop; the same test as a function
+/// returning `Option<bool>` compiled the whole loop to another register allocation, 1-2%
+/// slower on every corpus (SPEC.md section 5, twenty-ninth session).
+macro_rules! block_copy_or_break {
+    ($back:expr, $written:expr, $min:expr) => {{
+        let (back, written): (usize, usize) = ($back, $written);
+        let far = in_block_range::<PRIMED>(back, written, $min);
+        if !far {
+            cold_path();
+            if back + 1 > written {
+                break;
+            }
+        }
+        far
+    }};
+}
+
 /// Decodes instructions while the margins hold and returns where it stopped (always an
 /// instruction boundary, with nothing of the next instruction written). The early build
 /// (`PRIMED` false) also stops once [`PRIMED_FROM`] bytes are written; the primed build
@@ -311,14 +334,7 @@ fn fast_loop<const PRIMED: bool>(
             let back = distances.m2(w);
             let dist = back + 1;
             let next = t & 3;
-            let written = op.addr() - d0.addr();
-            let far = in_block_range::<PRIMED>(back, written, 16);
-            if !far {
-                cold_path();
-                if dist > written {
-                    break;
-                }
-            }
+            let far = block_copy_or_break!(back, op.addr() - d0.addr(), 16);
             // SAFETY: 1 <= dist <= op - d0, so op - dist is written output; by the margins
             // op + 48 <= d_end covers the 8-byte block (len <= 8), the single bytes below
             // op + len, or `copy_short`'s 32 bytes, and the 4-byte literal store at
@@ -354,14 +370,7 @@ fn fast_loop<const PRIMED: bool>(
             let back = distances.m3(w);
             let dist = back + 1;
             let next = ((w >> 8) & 3) as usize;
-            let written = op.addr() - d0.addr();
-            let far = in_block_range::<PRIMED>(back, written, 32);
-            if !far {
-                cold_path();
-                if dist > written {
-                    break;
-                }
-            }
+            let far = block_copy_or_break!(back, op.addr() - d0.addr(), 32);
             // SAFETY: 1 <= dist <= op - d0, so op - dist is written output; the match writes
             // below op + 48 <= d_end (the margins): three 16-byte blocks at most, or
             // `copy_m3_near`'s below op + max(16, len); the literal store at op + len <= op + 33
@@ -391,14 +400,7 @@ fn fast_loop<const PRIMED: bool>(
             let back = distances.m3(w >> 8);
             let dist = back + 1;
             let next = ((w >> 16) & 3) as usize;
-            let written = op.addr() - d0.addr();
-            let far = in_block_range::<PRIMED>(back, written, 64);
-            if !far {
-                cold_path();
-                if dist > written {
-                    break;
-                }
-            }
+            let far = block_copy_or_break!(back, op.addr() - d0.addr(), 64);
             if len > d_end.addr() - op.addr() - MATCH_SLACK {
                 break;
             }
