@@ -48,7 +48,9 @@
 //!    to 18% (python: 204 to 168), the decoder's median ticks by 4.5% (main job pages) to
 //!    14% (python), and the streams by 1.3% to 4.7%. The compressor takes 4% (node) to 9%
 //!    (main job pages) more ticks, 2% fewer on python pages, where each lazy match skips
-//!    more bytes (SPEC.md section 5, thirtieth session).
+//!    more bytes; where the core has not learnt the page (sweeps, as a page store sees
+//!    pages) 8% (python) to 28% (main job pages) more, as the choice and the emission after
+//!    it branch on data (SPEC.md section 5, thirtieth session).
 //!
 //! Everything else is the kernel's: scanning starts 5 bytes in, a miss steps
 //! `1 + literals / 32` bytes, a hit is written once the lazy step has looked one byte
@@ -246,8 +248,7 @@ impl PageCompressor {
 /// here, and their compression at 0.667x-0.705x; trying every match (0.483x) cost 0.738x.
 const LAZY_MAX: usize = 32;
 /// How many bytes longer the later match must be than the one it replaces, which it pushes
-/// back by one literal. With 1, decoding was 2% slower (more matches of about the same
-/// length replaced).
+/// back by one literal. With 1, decoding was 1-2% slower on every corpus.
 const LAZY_GAIN: usize = 2;
 
 /// The length of the match at `ip` from `m_pos`, whose first 8 bytes XOR to `diff`, up to
@@ -405,6 +406,17 @@ mod tests {
         }
     }
 
+    /// Compresses `page` with a fresh compressor, checks that the stream decodes to it, and
+    /// returns the stream's matches ([`matches`]).
+    fn round_trip_matches(page: &[u8; PAGE_SIZE]) -> alloc::vec::Vec<(usize, usize, usize)> {
+        let mut out = vec![0u8; worst_case_len(PAGE_SIZE)];
+        let n = PageCompressor::new().compress(page, &mut out).unwrap();
+        let mut back = [0u8; PAGE_SIZE];
+        assert_eq!(decompress(&out[..n], &mut back), Ok(PAGE_SIZE));
+        assert!(back == *page);
+        matches(&out[..n])
+    }
+
     #[test]
     fn every_match_is_as_long_as_the_page_allows() {
         // Whether the length comes from a recent distance's bytes, the table entry's 6
@@ -448,12 +460,7 @@ mod tests {
         page[64..128].copy_from_slice(&pattern);
         rng.fill(&mut page[128..136]);
         page[136..192].copy_from_slice(&pattern[8..]);
-        let mut out = vec![0u8; worst_case_len(PAGE_SIZE)];
-        let n = PageCompressor::new().compress(&page, &mut out).unwrap();
-        let mut back = [0u8; PAGE_SIZE];
-        assert_eq!(decompress(&out[..n], &mut back), Ok(PAGE_SIZE));
-        assert!(back == page);
-        let found = matches(&out[..n]);
+        let found = round_trip_matches(&page);
         assert_eq!(found[0], (70, 58, 64), "{found:?}");
         assert_eq!(found[1], (136, 56, 64), "the third copy at the recent distance: {found:?}");
     }
@@ -478,12 +485,7 @@ mod tests {
         page[128] = r[10];
         page[129..192].copy_from_slice(&r[1..]);
         assert_ne!(page[128], page[64], "the recent distance must fail at 128");
-        let mut out = vec![0u8; worst_case_len(PAGE_SIZE)];
-        let n = PageCompressor::new().compress(&page, &mut out).unwrap();
-        let mut back = [0u8; PAGE_SIZE];
-        assert_eq!(decompress(&out[..n], &mut back), Ok(PAGE_SIZE));
-        assert!(back == page);
-        let found = matches(&out[..n]);
+        let found = round_trip_matches(&page);
         assert_eq!(found[0].0 + found[0].1, 128, "the first match ends at 128: {found:?}");
         assert_eq!(found[1], (129, 63, 64), "{found:?}");
     }
