@@ -7,8 +7,9 @@
 #   bash fuzz/run.sh 900 lzo_vs_c        # one target for 15 minutes
 #   FUZZ_ARGS='-jobs=2 -workers=2' ...   # extra libFuzzer flags
 #
-# Decoder targets are seeded from the reference streams in ../shared/vectors (when present)
-# the first time their corpus directory is created; corpora live in fuzz/corpus (ignored).
+# Decoder targets are seeded from the crates' reference vectors (wkdm/tests/data,
+# lzo/tests/data) the first time their corpus directory is created; corpora live in
+# fuzz/corpus (ignored).
 set -euo pipefail
 cd "$(dirname "$0")"
 seconds="${1:-60}"
@@ -17,22 +18,20 @@ targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
     mapfile -t targets < <(cargo +nightly fuzz list)
 fi
-vectors="../../shared/vectors"
 
 # Seed corpus: reference streams with the target's prefix (selector byte, or LE16 capacity).
 seed() {
     local target=$1 dir="corpus/$1"
     [ -d "$dir" ] && return 0
     mkdir -p "$dir"
-    [ -d "$vectors" ] || return 0
     local f
     case $target in
         wkdm_decompress)
-            for f in "$vectors"/wkdm/*.xnu-wkdm; do
+            for f in ../wkdm/tests/data/*.xnu-wkdm; do
                 [ -s "$f" ] && { printf '\x00'; cat "$f"; } > "$dir/seed-$(basename "$f")"
             done ;;
         lzo_decompress | lzo_vs_c)
-            for f in "$vectors"/lzo/*; do
+            for f in ../lzo/tests/data/*.lzo*; do
                 { printf '\x00\x10'; cat "$f"; } > "$dir/seed-$(basename "$f")"
             done ;;
     esac

@@ -4,6 +4,8 @@
 //! every page class, the real captured pages of the public vectors, and random lengths.
 #![cfg(not(miri))]
 
+mod common;
+
 use lzokit::{Compressor, Lzo1x, decompress, worst_case_len};
 use pagecodec::testing::{PageClass, Rng, generate};
 use pagecodec::{Page, PageCodec};
@@ -153,16 +155,9 @@ fn page_codec_streams_decode_with_liblzo2_on_every_class_and_random_pages() {
 #[test]
 fn page_codec_streams_decode_with_liblzo2_on_real_pages() {
     let mut codec = Lzo1x::default();
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/vectors/lzo");
-    let mut count = 0;
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "page") {
-            check_page_codec(&mut codec, &std::fs::read(&path).unwrap(), &path.display().to_string());
-            count += 1;
-        }
+    for (case, page) in common::pages() {
+        check_page_codec(&mut codec, &page, &case);
     }
-    assert_eq!(count, 21);
 }
 
 #[test]
@@ -176,16 +171,9 @@ fn every_page_class_both_ways() {
 
 #[test]
 fn real_pages_both_ways() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/vectors/lzo");
-    let mut count = 0;
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "page") {
-            check_both_ways(&std::fs::read(&path).unwrap(), &path.display().to_string());
-            count += 1;
-        }
+    for (case, page) in common::pages() {
+        check_both_ways(&page, &case);
     }
-    assert_eq!(count, 21);
 }
 
 #[test]
@@ -240,20 +228,21 @@ fn c_and_we_agree_on_truncated_and_damaged_streams() {
 }
 
 #[test]
-fn captured_corpus_pages_both_ways_when_present() {
-    // The captured corpora (`../../corpus/*.pages` beside the repository, not committed)
-    // are used when present: every 16th page, both directions, plus ratio parity.
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../corpus");
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        eprintln!("no corpus at {dir}: skipped");
-        return;
-    };
+#[ignore = "needs captured page files (`*.pages`, from `pagebench capture`) in the folder named by LZOKIT_CORPUS"]
+fn captured_corpus_pages_both_ways() {
+    // Captured corpora are large and not committed: every 16th page, both directions, plus
+    // ratio parity with C.
+    let dir =
+        std::env::var("LZOKIT_CORPUS").expect("LZOKIT_CORPUS names a folder of captured `*.pages` files");
+    let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("reading folder {dir}: {e}"));
+    let mut files = 0;
     for entry in entries {
         let path = entry.unwrap().path();
         if path.extension().is_none_or(|e| e != "pages") {
             continue;
         }
-        let data = std::fs::read(&path).unwrap();
+        let data = std::fs::read(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+        files += 1;
         let (mut ours_total, mut page_codec_total, mut c_total) = (0usize, 0usize, 0usize);
         let mut out = vec![0u8; worst_case_len(4096)];
         let mut compressor = Compressor::new();
@@ -273,6 +262,7 @@ fn captured_corpus_pages_both_ways_when_present() {
             path.display()
         );
     }
+    assert!(files > 0, "no `*.pages` file in {dir}");
 }
 
 #[test]

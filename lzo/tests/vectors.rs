@@ -3,29 +3,16 @@
 //! and our compressor reproduces the kernel's streams byte for byte.
 #![cfg(not(miri))]
 
-use std::path::PathBuf;
+mod common;
 
 use lzokit::{Compressor, decompress, worst_case_len};
 
-fn vectors_dir() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/vectors/lzo"))
-}
-
-/// Every case name (`<case>.page`) with its page bytes.
 fn cases() -> Vec<(String, Vec<u8>)> {
-    let mut cases: Vec<_> = std::fs::read_dir(vectors_dir())
-        .expect("shared/vectors/lzo beside the repository")
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "page"))
-        .map(|p| (p.file_stem().unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap()))
-        .collect();
-    cases.sort();
-    assert_eq!(cases.len(), 21, "the README lists 21 cases");
-    cases
+    common::pages()
 }
 
 fn stream(case: &str, ext: &str) -> Vec<u8> {
-    std::fs::read(vectors_dir().join(format!("{case}.{ext}"))).unwrap()
+    common::read(&format!("{case}.{ext}"))
 }
 
 #[test]

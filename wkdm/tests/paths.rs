@@ -176,14 +176,9 @@ fn every_path_decodes_damaged_streams_like_scalar() {
 
 #[test]
 fn every_path_matches_scalar_on_the_vectors() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/vectors/wkdm");
-    for entry in std::fs::read_dir(dir).expect("vectors") {
-        let file = entry.expect("entry").path();
-        if file.extension().is_some_and(|e| e == "page") {
-            let bytes: [u8; 4096] = std::fs::read(&file).unwrap().try_into().unwrap();
-            for path in paths() {
-                same_as_scalar_4k(path, &Page::from(bytes), &file.display().to_string());
-            }
+    for (case, page) in common::vectors::pages() {
+        for path in paths() {
+            same_as_scalar_4k(path, &page, &case);
         }
     }
 }

@@ -49,19 +49,14 @@ fn damage_4k(stream: &[u8]) {
 #[test]
 #[cfg_attr(miri, ignore)]
 fn damaged_vector_streams() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/vectors/wkdm");
     let mut checked = 0;
-    for entry in std::fs::read_dir(dir).expect("vectors") {
-        let path = entry.expect("entry").path();
-        if path.extension().is_some_and(|e| e == "xnu-wkdm") {
-            let stream = std::fs::read(&path).expect("stream");
-            if !stream.is_empty() {
-                damage_4k(&stream);
-                checked += 1;
-            }
+    for (case, _) in common::vectors::pages() {
+        if let Some(stream) = common::vectors::xnu_stream(&case).filter(|s| !s.is_empty()) {
+            damage_4k(&stream);
+            checked += 1;
         }
     }
-    assert_eq!(checked, 13);
+    assert_eq!(checked, 13, "streams among the vectors");
 }
 
 #[test]

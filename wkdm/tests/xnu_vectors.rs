@@ -1,28 +1,13 @@
 //! The public reference vectors: streams written by XNU's own x86_64 compressor.
 
-use std::fs;
-use std::path::{Path, PathBuf};
+mod common;
 
+use common::vectors;
 use pagecodec::{Page, PageCodec};
 use wkdm::{CompressOptions, Compressed, Wkdm, XNU_LIMIT_4K};
 
-fn vector_dir() -> PathBuf {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/vectors/wkdm")).to_path_buf()
-}
-
-/// Every `(case, page)` of the vector folder, sorted by name.
 fn cases() -> Vec<(String, Page)> {
-    let mut cases: Vec<_> = fs::read_dir(vector_dir())
-        .expect("the vectors folder beside the repository")
-        .map(|e| e.expect("dir entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "page"))
-        .map(|p| {
-            let bytes: [u8; 4096] = fs::read(&p).expect("page file").try_into().expect("4096-byte page");
-            (p.file_stem().unwrap().to_string_lossy().into_owned(), Page::from(bytes))
-        })
-        .collect();
-    cases.sort_by(|a, b| a.0.cmp(&b.0));
-    cases
+    vectors::pages()
 }
 
 fn xnu_codec() -> Wkdm {
@@ -33,18 +18,15 @@ fn xnu_codec() -> Wkdm {
 #[cfg_attr(miri, ignore)]
 fn compressor_matches_xnu_byte_for_byte() {
     let cases = cases();
-    assert_eq!(cases.len(), 21, "all public cases present");
     let (mut streams, mut same, mut refused) = (0, 0, 0);
     for (name, page) in &cases {
-        let base = vector_dir().join(name);
         let mut out = [0u8; XNU_LIMIT_4K];
         let got = xnu_codec().compress_page(page.as_bytes(), &mut out);
-        if base.with_extension("xnu-wkdm.refused").exists() {
+        let Some(expected) = vectors::xnu_stream(name) else {
             assert!(got.is_err(), "{name}: XNU refused the page, we gave {got:?}");
             refused += 1;
             continue;
-        }
-        let expected = fs::read(base.with_extension("xnu-wkdm")).expect("stream file");
+        };
         if expected.is_empty() {
             let value = page.word_le(0);
             let want = if value == 0 { Compressed::Zero } else { Compressed::SingleValue(value) };
@@ -63,11 +45,13 @@ fn compressor_matches_xnu_byte_for_byte() {
 #[test]
 #[cfg_attr(miri, ignore)]
 fn xnu_streams_decode_to_their_pages() {
+    let mut decoded = 0;
     for (name, page) in cases() {
-        let Ok(stream) = fs::read(vector_dir().join(&name).with_extension("xnu-wkdm")) else { continue };
+        let Some(stream) = vectors::xnu_stream(&name) else { continue };
         if stream.is_empty() {
             continue;
         }
+        decoded += 1;
         let mut back = Page::filled(0xEE);
         Wkdm::default().decompress(&stream, &mut back).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(back, page, "{name}");
@@ -76,15 +60,18 @@ fn xnu_streams_decode_to_their_pages() {
         let n = Wkdm::default().compress(&page, &mut out).expect("fits");
         assert_eq!(&out[..n], &stream[..], "{name}: PageCodec stream");
     }
+    assert_eq!(decoded, 13, "streams among the vectors");
 }
 
 #[test]
 #[cfg_attr(miri, ignore)]
 fn refused_pages_compress_without_the_xnu_rules() {
+    let mut refused = 0;
     for (name, page) in cases() {
-        if !vector_dir().join(&name).with_extension("xnu-wkdm.refused").exists() {
+        if vectors::xnu_stream(&name).is_some() {
             continue;
         }
+        refused += 1;
         let mut codec = Wkdm::new().with_options(CompressOptions::new().early_abort(false));
         let mut out = vec![0u8; Wkdm::MAX_COMPRESSED_LEN];
         match codec.compress(&page, &mut out) {
@@ -96,4 +83,5 @@ fn refused_pages_compress_without_the_xnu_rules() {
             Err(e) => panic!("{name}: {e} with the unbudgeted worst case as budget"),
         }
     }
+    assert_eq!(refused, 3, "pages XNU refused among the vectors");
 }

@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests (included with `mod common;`).
 #![allow(dead_code, unreachable_pub)]
 
+pub mod vectors;
+
 use proptest::prelude::*;
 
 /// Words drawn from a small pool (so EXACT and PARTIAL hits happen), with zeros and
