@@ -34,7 +34,7 @@ pub fn same_filled(page: &Page) -> Option<u64> {
     Some(u64::from_le(first))
 }
 
-const _: () = assert!(PAGE_SIZE.is_multiple_of(64));
+const _: () = assert!(PAGE_SIZE % 64 == 0);
 
 #[cfg(test)]
 mod tests {

@@ -75,9 +75,9 @@ pub(crate) fn prepare<'a, C: EntryCodec + ?Sized>(
     page: &'a Page,
     scratch: &'a mut [u8; PAGE_SIZE],
 ) -> (Prepared<'a>, Outcome) {
-    if config.same_filled
-        && let Some(value) = same_filled(page)
-    {
+    // Only scanned when the policy is on: the scan reads the whole page.
+    let same = if config.same_filled { same_filled(page) } else { None };
+    if let Some(value) = same {
         return (Prepared::Same(value), Outcome::Same);
     }
     let budget = config.huge_threshold.clamp(1, PAGE_SIZE);

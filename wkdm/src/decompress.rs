@@ -299,7 +299,7 @@ pub(crate) const KEEP: [u32; 4] = [0, !LOW_MASK, 0, u32::MAX];
 /// Decodes the sparse form (word 0 is the magic) into `page`.
 pub(crate) fn expand_sparse(input: &[u8], page: &mut [u8]) -> Result<(), DecompressError> {
     let entries = &input[4..];
-    if !entries.len().is_multiple_of(SPARSE_ENTRY_BYTES) {
+    if entries.len() % SPARSE_ENTRY_BYTES != 0 {
         return Err(DecompressError::Truncated);
     }
     // Validate every entry before writing anything.

@@ -304,7 +304,7 @@ impl<const WORDS: usize> WkdmCodec<WORDS> {
     fn simd_passes(&self) -> Option<(pipeline::Replay<WORDS>, pipeline::Kernel<WORDS>)> {
         let scalar_replay: pipeline::Replay<WORDS> = pipeline::recurrence::<WORDS>;
         match self.path {
-            #[cfg(target_arch = "x86_64")]
+            #[cfg(all(target_arch = "x86_64", wkdm_avx512))]
             Path::Avx512 => {
                 Some((arch::x86_64::avx512::replay::<WORDS>, arch::x86_64::avx512::classify::<WORDS>))
             }
@@ -345,7 +345,7 @@ impl<const WORDS: usize> WkdmCodec<WORDS> {
                 // are present.
                 unsafe { arch::x86_64::avx2::decompress::<WORDS>(input, &mut self.scratch, preload, page) }
             }
-            #[cfg(target_arch = "x86_64")]
+            #[cfg(all(target_arch = "x86_64", wkdm_avx512))]
             Path::Avx512 => {
                 // SAFETY: `self.path` is only ever set to an available path, so AVX2, BMI2,
                 // POPCNT, AVX-512F/BW/CD/VL/VBMI/VBMI2 and GFNI are present.

@@ -25,7 +25,7 @@ pub(crate) unsafe fn classify<V: Lanes, const W: usize>(
     groups: Range<usize>,
     counts: Counts,
 ) -> KernelResult {
-    assert!(page.len() == 4 * W && W.is_multiple_of(16) && groups.end <= W / 16);
+    assert!(page.len() == 4 * W && W % 16 == 0 && groups.end <= W / 16);
     let all = (1u32 << V::LANES) - 1;
     let misses = s.misses.as_mut_ptr();
     let indices = s.indices.as_mut_ptr();

@@ -99,7 +99,7 @@ pub(crate) unsafe fn decode<V: Expand, const W: usize>(
 /// As for [`decode`].
 #[inline(always)]
 unsafe fn expand_streams<V: Expand, const W: usize>(v: Validated<'_>, s: &mut Scratch<W>, page: &mut [u8]) {
-    assert!(page.len() == 4 * W && W.is_multiple_of(16) && v.tags.len() == W / 4 && v.misses <= W);
+    assert!(page.len() == 4 * W && W % 16 == 0 && v.tags.len() == W / 4 && v.misses <= W);
     for (slot, &w) in s.miss_slots.iter_mut().zip(&s.misses[..v.misses]) {
         *slot = format::slot(w) as u8;
     }

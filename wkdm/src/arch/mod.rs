@@ -95,9 +95,10 @@ pub(crate) fn avx2_available() -> bool {
 }
 
 /// Whether the AVX-512 path can run here: the AVX2 path's features plus POPCNT, AVX-512F,
-/// BW, CD, VL, VBMI, VBMI2 and GFNI.
+/// BW, CD, VL, VBMI, VBMI2 and GFNI, and a compiler that built the path (see build.rs).
 pub(crate) fn avx512_available() -> bool {
-    avx2_available()
+    cfg!(wkdm_avx512)
+        && avx2_available()
         && x86_features!(Popcnt, Avx512f, Avx512bw, Avx512cd, Avx512vl, Avx512vbmi, Avx512vbmi2, Gfni)
 }
 

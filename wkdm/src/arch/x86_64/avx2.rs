@@ -61,31 +61,52 @@ static EXPAND_ORDER: [u64; 256] = {
 /// `pshufb` on 8 bytes: byte `k` of the result is byte `order[k]` (0..8) of `v`.
 #[inline]
 #[target_feature(enable = "ssse3")]
-fn shuffle_bytes(v: u64, order: u64) -> u64 {
-    _mm_cvtsi128_si64(_mm_shuffle_epi8(_mm_cvtsi64_si128(v as i64), _mm_cvtsi64_si128(order as i64))) as u64
+// `unsafe` (and its body in a block) so that Rust 1.85, which has no safe
+// `target_feature` functions, builds it; newer compilers see a needless block.
+#[allow(unused_unsafe)]
+unsafe fn shuffle_bytes(v: u64, order: u64) -> u64 {
+    // SAFETY: the caller guarantees SSSE3, all these intrinsics need.
+    unsafe {
+        _mm_cvtsi128_si64(_mm_shuffle_epi8(_mm_cvtsi64_si128(v as i64), _mm_cvtsi64_si128(order as i64)))
+            as u64
+    }
 }
 
 /// Eight byte-sized lane numbers widened to `vpermd` indices.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn lane_indices(order: &u64) -> __m256i {
-    // SAFETY: an 8-byte load from a valid `u64`.
-    _mm256_cvtepu8_epi32(unsafe { _mm_loadl_epi64((order as *const u64).cast()) })
+// `unsafe` (and its body in a block) so that Rust 1.85, which has no safe
+// `target_feature` functions, builds it; newer compilers see a needless block.
+#[allow(unused_unsafe)]
+unsafe fn lane_indices(order: &u64) -> __m256i {
+    // SAFETY: the caller guarantees AVX2, all these intrinsics need.
+    unsafe {
+        // SAFETY: an 8-byte load from a valid `u64`.
+        _mm256_cvtepu8_epi32(unsafe { _mm_loadl_epi64((order as *const u64).cast()) })
+    }
 }
 
 /// The `vpermd` indices that move the lanes selected by `mask` (8 bits) to the front, in
 /// order.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn left_pack(mask: u32) -> __m256i {
-    lane_indices(&PACK_ORDER[(mask & 0xFF) as usize])
+// `unsafe` (and its body in a block) so that Rust 1.85, which has no safe
+// `target_feature` functions, builds it; newer compilers see a needless block.
+#[allow(unused_unsafe)]
+unsafe fn left_pack(mask: u32) -> __m256i {
+    // SAFETY: the caller guarantees AVX2, all these intrinsics need.
+    unsafe { lane_indices(&PACK_ORDER[(mask & 0xFF) as usize]) }
 }
 
 /// The sign bits of the 8 lanes.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn mask(v: __m256i) -> u32 {
-    _mm256_movemask_ps(_mm256_castsi256_ps(v)) as u32
+// `unsafe` (and its body in a block) so that Rust 1.85, which has no safe
+// `target_feature` functions, builds it; newer compilers see a needless block.
+#[allow(unused_unsafe)]
+unsafe fn mask(v: __m256i) -> u32 {
+    // SAFETY: the caller guarantees AVX2, all these intrinsics need.
+    unsafe { _mm256_movemask_ps(_mm256_castsi256_ps(v)) as u32 }
 }
 
 /// Eight words in an AVX2 register.
@@ -233,20 +254,34 @@ pub(crate) unsafe fn classify<const W: usize>(
 /// index (0x80 sign-extended), of which `vpermd` reads lane 0.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn signed_expand(mask: u32) -> __m256i {
-    // SAFETY: an 8-byte load from a valid `u64`.
-    _mm256_cvtepi8_epi32(unsafe { _mm_loadl_epi64((&raw const EXPAND_ORDER[(mask & 0xFF) as usize]).cast()) })
+// `unsafe` (and its body in a block) so that Rust 1.85, which has no safe
+// `target_feature` functions, builds it; newer compilers see a needless block.
+#[allow(unused_unsafe)]
+unsafe fn signed_expand(mask: u32) -> __m256i {
+    // SAFETY: the caller guarantees AVX2, all these intrinsics need.
+    unsafe {
+        // SAFETY: an 8-byte load from a valid `u64`.
+        _mm256_cvtepi8_epi32(unsafe {
+            _mm_loadl_epi64((&raw const EXPAND_ORDER[(mask & 0xFF) as usize]).cast())
+        })
+    }
 }
 
 /// `b` in the lanes whose `selector` has its sign bit set, `a` in the others.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn blend_on_sign(a: __m256i, b: __m256i, selector: __m256i) -> __m256i {
-    _mm256_castps_si256(_mm256_blendv_ps(
-        _mm256_castsi256_ps(a),
-        _mm256_castsi256_ps(b),
-        _mm256_castsi256_ps(selector),
-    ))
+// `unsafe` (and its body in a block) so that Rust 1.85, which has no safe
+// `target_feature` functions, builds it; newer compilers see a needless block.
+#[allow(unused_unsafe)]
+unsafe fn blend_on_sign(a: __m256i, b: __m256i, selector: __m256i) -> __m256i {
+    // SAFETY: the caller guarantees AVX2, all these intrinsics need.
+    unsafe {
+        _mm256_castps_si256(_mm256_blendv_ps(
+            _mm256_castsi256_ps(a),
+            _mm256_castsi256_ps(b),
+            _mm256_castsi256_ps(selector),
+        ))
+    }
 }
 
 /// Low-bits unpacking, per 8 stream words (24 values) in three vectors of 8 values: the

@@ -15,21 +15,33 @@ use super::super::{LEFT_PACK_4, LEFT_PACK_BYTES, classify};
 /// Moves the 32-bit lanes of `v` selected by `mask` (4 bits) to the front.
 #[inline]
 #[target_feature(enable = "ssse3")]
-fn left_pack(v: __m128i, mask: u32) -> __m128i {
-    shuffle(v, &LEFT_PACK_4, mask)
+// `unsafe` (and its body in a block) so that Rust 1.85, which has no safe
+// `target_feature` functions, builds it; newer compilers see a needless block.
+#[allow(unused_unsafe)]
+unsafe fn left_pack(v: __m128i, mask: u32) -> __m128i {
+    // SAFETY: the caller guarantees SSSE3, all these intrinsics need.
+    unsafe { shuffle(v, &LEFT_PACK_4, mask) }
 }
 
 /// Moves the bytes of `v` selected by `mask` (4 bits) to the front.
 #[inline]
 #[target_feature(enable = "ssse3")]
-fn left_pack_bytes(v: __m128i, mask: u32) -> __m128i {
-    shuffle(v, &LEFT_PACK_BYTES, mask)
+// `unsafe` (and its body in a block) so that Rust 1.85, which has no safe
+// `target_feature` functions, builds it; newer compilers see a needless block.
+#[allow(unused_unsafe)]
+unsafe fn left_pack_bytes(v: __m128i, mask: u32) -> __m128i {
+    // SAFETY: the caller guarantees SSSE3, all these intrinsics need.
+    unsafe { shuffle(v, &LEFT_PACK_BYTES, mask) }
 }
 
 #[inline]
 #[target_feature(enable = "sse4.1")]
-fn mask(v: __m128i) -> u32 {
-    _mm_movemask_ps(_mm_castsi128_ps(v)) as u32
+// `unsafe` (and its body in a block) so that Rust 1.85, which has no safe
+// `target_feature` functions, builds it; newer compilers see a needless block.
+#[allow(unused_unsafe)]
+unsafe fn mask(v: __m128i) -> u32 {
+    // SAFETY: the caller guarantees SSE4.1, all these intrinsics need.
+    unsafe { _mm_movemask_ps(_mm_castsi128_ps(v)) as u32 }
 }
 
 /// Four words in an SSE register.
@@ -93,10 +105,16 @@ impl Lanes for Sse41 {
 /// `pshufb` of `v` with the control `table[mask]` (4-bit mask).
 #[inline]
 #[target_feature(enable = "ssse3")]
-fn shuffle(v: __m128i, table: &[[u8; 16]; 16], mask: u32) -> __m128i {
-    // SAFETY: mask & 15 indexes the table; an unaligned 16-byte load of a [u8; 16].
-    let control = unsafe { _mm_loadu_si128(table[(mask & 15) as usize].as_ptr().cast()) };
-    _mm_shuffle_epi8(v, control)
+// `unsafe` (and its body in a block) so that Rust 1.85, which has no safe
+// `target_feature` functions, builds it; newer compilers see a needless block.
+#[allow(unused_unsafe)]
+unsafe fn shuffle(v: __m128i, table: &[[u8; 16]; 16], mask: u32) -> __m128i {
+    // SAFETY: the caller guarantees SSSE3, all these intrinsics need.
+    unsafe {
+        // SAFETY: mask & 15 indexes the table; an unaligned 16-byte load of a [u8; 16].
+        let control = unsafe { _mm_loadu_si128(table[(mask & 15) as usize].as_ptr().cast()) };
+        _mm_shuffle_epi8(v, control)
+    }
 }
 
 /// The SSE4.1 + SSSE3 instance of [`classify::classify`], 4 lanes at a time.
