@@ -330,7 +330,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, AnyError> {
     log.line(format!(
         "wkdm = the dispatched path ({}); wkdm-<path> = WKdm pinned to another path; hybrid = WKdm, then \
          LZO when WKdm refuses or reaches {} bytes",
-        wkdm::Path::best().name(),
+        wkdm::Isa::best().name(),
         codecs::HYBRID_THRESHOLD
     ));
     let started = Instant::now();

@@ -58,17 +58,17 @@ pub struct WkdmPath {
 
 impl WkdmPath {
     /// WKdm on `path`, or `None` when this CPU or build lacks it.
-    pub fn new(path: wkdm::Path) -> Option<WkdmPath> {
+    pub fn new(path: wkdm::Isa) -> Option<WkdmPath> {
         let name = match path {
-            wkdm::Path::Scalar => "wkdm-scalar",
-            wkdm::Path::Sse41 => "wkdm-sse4.1",
-            wkdm::Path::Avx2 => "wkdm-avx2",
-            wkdm::Path::Avx512 => "wkdm-avx512",
-            wkdm::Path::Neon => "wkdm-neon",
+            wkdm::Isa::Scalar => "wkdm-scalar",
+            wkdm::Isa::Sse41 => "wkdm-sse4.1",
+            wkdm::Isa::Avx2 => "wkdm-avx2",
+            wkdm::Isa::Avx512 => "wkdm-avx512",
+            wkdm::Isa::Neon => "wkdm-neon",
             #[allow(unreachable_patterns)]
             _ => "wkdm-other",
         };
-        Some(WkdmPath { codec: wkdm::Wkdm::new().with_path(path).ok()?, name })
+        Some(WkdmPath { codec: wkdm::Wkdm::new().with_isa(path).ok()?, name })
     }
 }
 
@@ -89,8 +89,8 @@ impl PageCodec for WkdmPath {
 
 /// WKdm on every available path other than the one `wkdm` dispatches to (the best).
 pub fn wkdm_other_paths() -> Vec<Box<dyn PageCodec>> {
-    wkdm::Path::available()
-        .filter(|&p| p != wkdm::Path::best())
+    wkdm::Isa::available()
+        .filter(|&p| p != wkdm::Isa::best())
         .filter_map(WkdmPath::new)
         .map(|c| Box::new(c) as Box<dyn PageCodec>)
         .collect()
@@ -158,7 +158,7 @@ mod tests {
 
     #[test]
     fn every_wkdm_path_matches_the_dispatched_stream() {
-        let scalar = WkdmPath::new(wkdm::Path::Scalar).expect("scalar is always there");
+        let scalar = WkdmPath::new(wkdm::Isa::Scalar).expect("scalar is always there");
         let mut paths: Vec<Box<dyn PageCodec>> = vec![Box::new(scalar), Box::new(wkdm::Wkdm::default())];
         paths.extend(wkdm_other_paths());
         for class in pagecodec::testing::PageClass::ALL {

@@ -7,16 +7,16 @@
 
 use libfuzzer_sys::fuzz_target;
 use pagecodec::DecompressError;
-use wkdm::{DictionaryPreload, Path, WkdmCodec};
+use wkdm::{DictionaryPreload, Isa, WkdmCodec};
 
 /// Decodes `stream` on `path` into pages pre-filled with 0x00 and 0xFF; returns the verdict
 /// and the page (`None` on error, after checking both pages were left untouched).
 fn decode_on<const WORDS: usize, const N: usize>(
-    path: Path,
+    path: Isa,
     preload: DictionaryPreload,
     stream: &[u8],
 ) -> (Result<(), DecompressError>, Option<Box<[u8]>>) {
-    let mut codec = WkdmCodec::<WORDS>::new().with_path(path).unwrap().with_preload(preload);
+    let mut codec = WkdmCodec::<WORDS>::new().with_isa(path).unwrap().with_preload(preload);
     let mut zeros = vec![0x00u8; N].into_boxed_slice();
     let mut ones = vec![0xFFu8; N].into_boxed_slice();
     let a = codec.decompress_page::<N>(stream, (&mut *zeros).try_into().unwrap());
@@ -38,8 +38,8 @@ fn decode_on<const WORDS: usize, const N: usize>(
 
 /// Every available path (scalar, AVX2, ...) gives the scalar decoder's verdict and page.
 fn check<const WORDS: usize, const N: usize>(preload: DictionaryPreload, stream: &[u8]) {
-    let reference = decode_on::<WORDS, N>(Path::Scalar, preload, stream);
-    for path in Path::available().filter(|&p| p != Path::Scalar) {
+    let reference = decode_on::<WORDS, N>(Isa::Scalar, preload, stream);
+    for path in Isa::available().filter(|&p| p != Isa::Scalar) {
         let other = decode_on::<WORDS, N>(path, preload, stream);
         assert_eq!(other.0, reference.0, "{path:?} and scalar disagree on the verdict");
         assert!(other.1 == reference.1, "{path:?} and scalar decode different pages");

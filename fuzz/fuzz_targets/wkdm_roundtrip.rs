@@ -7,12 +7,12 @@
 
 use libfuzzer_sys::fuzz_target;
 use pagecodec_fuzz::{PageRecipe, check_page_codec};
-use wkdm::{CompressOptions, Compressed, Path, Wkdm, WkdmCodec};
+use wkdm::{CompressOptions, Compressed, Isa, Wkdm, WkdmCodec};
 
 fn check<const WORDS: usize, const N: usize>(page: &[u8; N], options: CompressOptions, budget: usize) {
     let mut reference: Option<(Result<Compressed, pagecodec::CompressError>, Vec<u8>)> = None;
-    for path in Path::available() {
-        let mut codec = WkdmCodec::<WORDS>::new().with_path(path).unwrap().with_options(options);
+    for path in Isa::available() {
+        let mut codec = WkdmCodec::<WORDS>::new().with_isa(path).unwrap().with_options(options);
         let mut out = vec![0x5Au8; budget];
         let result = codec.compress_page(page, &mut out);
         let written = match result {

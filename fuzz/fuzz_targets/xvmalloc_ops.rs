@@ -46,7 +46,7 @@ struct Model {
 fn check_all(pool: &Pool<HeapSource>, model: &Model) {
     pool.validate().expect("pool structures inconsistent");
     for (h, bytes) in &model.live {
-        assert_eq!(pool.get(h).expect("live handle refused"), &bytes[..], "object bytes changed");
+        assert_eq!(pool.get(*h).expect("live handle refused"), &bytes[..], "object bytes changed");
     }
     let stats = pool.stats();
     assert_eq!(stats.objects, model.live.len() as u64);
@@ -77,7 +77,7 @@ fuzz_target!(|input: Input| {
                 };
                 let result = match op {
                     Op::Alloc { .. } => pool.alloc(len).inspect(|h| {
-                        pool.get_mut(h).unwrap().copy_from_slice(&bytes);
+                        pool.get_mut(*h).unwrap().copy_from_slice(&bytes);
                     }),
                     _ => pool.alloc_copy(&bytes),
                 };
@@ -85,7 +85,7 @@ fuzz_target!(|input: Input| {
                     Ok(h) => {
                         assert!(len >= 1 && len <= max, "accepted invalid size {len}");
                         assert!(model.live.iter().all(|(l, _)| *l != h), "handle handed out twice");
-                        assert_eq!(pool.len(&h), Ok(len));
+                        assert_eq!(pool.len(h), Ok(len));
                         model.freed.retain(|f| *f != h);
                         model.live.push((h, bytes));
                     }
@@ -107,7 +107,7 @@ fuzz_target!(|input: Input| {
                 }
                 let (h, _) = model.live.swap_remove(usize::from(index) % model.live.len());
                 assert_eq!(pool.free(h), Ok(()));
-                assert!(!pool.contains(&h));
+                assert!(!pool.contains(h));
                 model.freed.push(h);
             }
             Op::UseStale { index } => {
@@ -116,19 +116,19 @@ fuzz_target!(|input: Input| {
                 }
                 let h = model.freed[usize::from(index) % model.freed.len()];
                 let before = pool.stats();
-                assert_eq!(pool.get(&h), Err(HandleError::Stale));
-                assert_eq!(pool.len(&h), Err(HandleError::Stale));
+                assert_eq!(pool.get(h), Err(HandleError::Stale));
+                assert_eq!(pool.len(h), Err(HandleError::Stale));
                 assert_eq!(pool.free(h), Err(HandleError::Stale), "double free accepted");
                 assert_eq!(pool.stats(), before);
             }
             Op::Forged { bits } => {
                 let h = Handle::from_bits(bits);
                 match model.live.iter().find(|(l, _)| *l == h) {
-                    Some((_, bytes)) => assert_eq!(pool.get(&h).unwrap(), &bytes[..]),
+                    Some((_, bytes)) => assert_eq!(pool.get(h).unwrap(), &bytes[..]),
                     None => {
                         let before = pool.stats();
-                        assert!(pool.get(&h).is_err(), "forged handle accepted");
-                        assert!(pool.get_mut(&h).is_err(), "forged handle accepted");
+                        assert!(pool.get(h).is_err(), "forged handle accepted");
+                        assert!(pool.get_mut(h).is_err(), "forged handle accepted");
                         assert!(pool.free(h).is_err(), "forged handle freed something");
                         assert_eq!(pool.stats(), before);
                     }
@@ -142,14 +142,14 @@ fuzz_target!(|input: Input| {
                 let (h, bytes) = &mut model.live[i];
                 let at = usize::from(at) % bytes.len();
                 bytes[at] = byte;
-                pool.get_mut(h).unwrap()[at] = byte;
+                pool.get_mut(*h).unwrap()[at] = byte;
             }
             Op::Read { index } => {
                 if model.live.is_empty() {
                     continue;
                 }
                 let (h, bytes) = &model.live[usize::from(index) % model.live.len()];
-                assert_eq!(pool.get(h).unwrap(), &bytes[..], "object bytes changed");
+                assert_eq!(pool.get(*h).unwrap(), &bytes[..], "object bytes changed");
             }
             Op::Compact => {
                 let before = pool.stats();

@@ -4,8 +4,8 @@ use crate::{CompressError, DecompressError, Page};
 
 /// A page compressor: what zram calls a compression backend.
 ///
-/// Contract (every codec in the family is checked against it by
-/// [`testing::check_codec`](crate::testing::check_codec)):
+/// Contract (every codec in the family is checked against it by `testing::check_codec`,
+/// feature `testing`):
 ///
 /// - **Budget.** `compress` writes at most `out.len()` bytes. As soon as the result cannot
 ///   fit it stops and returns [`CompressError::Incompressible`]; callers pass 3/4 of a page

@@ -10,10 +10,8 @@
 //! - [`CompressError`] and [`DecompressError`]: typed, `#[non_exhaustive]` errors;
 //! - [`Raw`]: the identity codec, the `memcpy` floor for benchmarks;
 //! - [`same_filled`]: zram's same-filled page detection;
-//! - `cpu` (x86_64): which CPU features are present, by one rule for every codec crate's
-//!   dispatch (run-time detection with `std`, compile-time target features without);
 //! - `testing` (feature `testing`): page generators for every page class and
-//!   [`check_codec`](testing::check_codec), the conformance suite every codec runs.
+//!   `testing::check_codec`, the conformance suite every codec runs.
 //!
 //! ```
 //! use pagecodec::{Page, PageCodec, Raw, PAGE_SIZE};
@@ -36,7 +34,10 @@ extern crate alloc;
 extern crate std;
 
 mod codec;
+// Public only so that the family's codec crates share one CPU-feature rule; not part of the
+// API users are meant to call, hence hidden.
 #[cfg(target_arch = "x86_64")]
+#[doc(hidden)]
 pub mod cpu;
 mod error;
 mod page;

@@ -166,7 +166,7 @@ impl<S: PageSource> Shelf<S> {
     fn count(&mut self, entry: &Entry, add: bool) {
         let (same, huge, bytes) = match *entry {
             Entry::Same(_) => (1, 0, 0),
-            Entry::Compressed { handle, .. } => (0, 0, self.pool.len(&handle).unwrap_or(0) as u64),
+            Entry::Compressed { handle, .. } => (0, 0, self.pool.len(handle).unwrap_or(0) as u64),
             Entry::Huge(_) => (0, 1, PAGE_SIZE as u64),
         };
         if add {
@@ -196,9 +196,9 @@ impl<S: PageSource> Shelf<S> {
         Some(match *self.map.get(&key)? {
             Entry::Same(value) => Stored::Same(value),
             Entry::Compressed { handle, variant } => {
-                Stored::Compressed { variant, bytes: self.pool.get(&handle).ok()? }
+                Stored::Compressed { variant, bytes: self.pool.get(handle).ok()? }
             }
-            Entry::Huge(handle) => Stored::Huge(self.pool.get(&handle).ok()?),
+            Entry::Huge(handle) => Stored::Huge(self.pool.get(handle).ok()?),
         })
     }
 

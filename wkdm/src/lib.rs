@@ -12,7 +12,7 @@
 //! - [`WkdmCodec`]: any supported page size through the crate's own API
 //!   ([`Wkdm16K`] for Apple arm64's 16 KiB pages), with XNU's exact budget rules on request
 //!   and zero / single-value pages reported like XNU (no stream, just the value).
-//! - [`Path`]: the implementation paths (scalar, SSE4.1, AVX2, AVX-512, NEON), which all
+//! - [`Isa`]: the instruction sets with a code path of their own (scalar, SSE4.1, AVX2, AVX-512, NEON), which all
 //!   write the same bytes; a new codec takes the fastest one available, detected once at
 //!   run time under `std` and from the compile-time target features without it.
 //!
@@ -42,13 +42,13 @@ extern crate std;
 mod arch;
 mod compress;
 mod decompress;
-mod dispatch;
 mod format;
+mod isa;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 mod pipeline;
 mod scratch;
 
-pub use dispatch::{Path, UnavailablePath};
+pub use isa::{Isa, UnavailableIsa};
 
 use pagecodec::{CompressError, DecompressError, PAGE_WORDS, Page, PageCodec};
 
@@ -185,7 +185,7 @@ pub enum DictionaryPreload {
 pub struct WkdmCodec<const WORDS: usize> {
     options: CompressOptions,
     preload: DictionaryPreload,
-    path: Path,
+    isa: Isa,
     scratch: scratch::Scratch<WORDS>,
 }
 
@@ -203,33 +203,33 @@ impl<const WORDS: usize> WkdmCodec<WORDS> {
     pub const MAX_COMPRESSED_LEN: usize = format::Layout { words: WORDS }.max_normal_len();
 
     /// A codec with default settings (early abort on, no XNU limit, preload 0) on the
-    /// fastest available [`Path`].
+    /// fastest available [`Isa`].
     pub fn new() -> Self {
         const { assert!(WORDS == 1024 || WORDS == 4096, "WKdm pages are 4 KiB or 16 KiB") };
         WkdmCodec {
             options: CompressOptions::new(),
             preload: DictionaryPreload::Zero,
-            path: Path::best(),
+            isa: Isa::best(),
             scratch: scratch::Scratch::new(),
         }
     }
 
-    /// This codec running on `path` (every path writes the same bytes).
+    /// This codec running on the code path for `isa` (every path writes the same bytes).
     ///
     /// # Errors
     ///
-    /// [`UnavailablePath`] when the path is not compiled in or the CPU lacks it.
-    pub fn with_path(mut self, path: Path) -> Result<Self, UnavailablePath> {
-        if !path.is_available() {
-            return Err(UnavailablePath(path));
+    /// [`UnavailableIsa`] when that path is not compiled in or the CPU lacks it.
+    pub fn with_isa(mut self, isa: Isa) -> Result<Self, UnavailableIsa> {
+        if !isa.is_available() {
+            return Err(UnavailableIsa(isa));
         }
-        self.path = path;
+        self.isa = isa;
         Ok(self)
     }
 
-    /// The implementation path in use.
-    pub const fn path(&self) -> Path {
-        self.path
+    /// The instruction set whose code path this codec runs.
+    pub const fn isa(&self) -> Isa {
+        self.isa
     }
 
     /// This codec with compressor settings `options`.
@@ -270,7 +270,7 @@ impl<const WORDS: usize> WkdmCodec<WORDS> {
         self.compress_on_path(page, out, true)
     }
 
-    /// Runs the compressor of `self.path`.
+    /// Runs the compressor of `self.isa`.
     fn compress_on_path(
         &mut self,
         page: &[u8],
@@ -280,8 +280,8 @@ impl<const WORDS: usize> WkdmCodec<WORDS> {
         #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
         if let Some((replay, kernel)) = self.simd_passes() {
             let (s, options) = (&mut self.scratch, &self.options);
-            // `replay` and `kernel` belong to `self.path`, which is only ever set to an
-            // available path (`new` takes `Path::best()`, `with_path` checks `is_available`),
+            // `replay` and `kernel` belong to `self.isa`, which is only ever set to an
+            // available path (`new` takes `Isa::best()`, `with_isa` checks `is_available`),
             // so their instruction sets are present.
             return pipeline::compress(
                 page,
@@ -298,22 +298,22 @@ impl<const WORDS: usize> WkdmCodec<WORDS> {
         compress::compress::<WORDS>(page, &mut self.scratch, out, &self.options, report_same_value)
     }
 
-    /// The dictionary replay and the classify kernel of `self.path`; `None` for the scalar
+    /// The dictionary replay and the classify kernel of `self.isa`; `None` for the scalar
     /// compressor.
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     fn simd_passes(&self) -> Option<(pipeline::Replay<WORDS>, pipeline::Kernel<WORDS>)> {
         let scalar_replay: pipeline::Replay<WORDS> = pipeline::recurrence::<WORDS>;
-        match self.path {
+        match self.isa {
             #[cfg(all(target_arch = "x86_64", wkdm_avx512))]
-            Path::Avx512 => {
+            Isa::Avx512 => {
                 Some((arch::x86_64::avx512::replay::<WORDS>, arch::x86_64::avx512::classify::<WORDS>))
             }
             #[cfg(target_arch = "x86_64")]
-            Path::Avx2 => Some((scalar_replay, arch::x86_64::avx2::classify::<WORDS>)),
+            Isa::Avx2 => Some((scalar_replay, arch::x86_64::avx2::classify::<WORDS>)),
             #[cfg(target_arch = "x86_64")]
-            Path::Sse41 => Some((scalar_replay, arch::x86_64::sse41::classify::<WORDS>)),
+            Isa::Sse41 => Some((scalar_replay, arch::x86_64::sse41::classify::<WORDS>)),
             #[cfg(target_arch = "aarch64")]
-            Path::Neon => Some((scalar_replay, arch::aarch64::neon::classify::<WORDS>)),
+            Isa::Neon => Some((scalar_replay, arch::aarch64::neon::classify::<WORDS>)),
             _ => None,
         }
     }
@@ -338,16 +338,16 @@ impl<const WORDS: usize> WkdmCodec<WORDS> {
             DictionaryPreload::Zero => 0,
             DictionaryPreload::One => 1,
         };
-        match self.path {
+        match self.isa {
             #[cfg(target_arch = "x86_64")]
-            Path::Avx2 => {
-                // SAFETY: `self.path` is only ever set to an available path, so AVX2 and BMI2
+            Isa::Avx2 => {
+                // SAFETY: `self.isa` is only ever set to an available path, so AVX2 and BMI2
                 // are present.
                 unsafe { arch::x86_64::avx2::decompress::<WORDS>(input, &mut self.scratch, preload, page) }
             }
             #[cfg(all(target_arch = "x86_64", wkdm_avx512))]
-            Path::Avx512 => {
-                // SAFETY: `self.path` is only ever set to an available path, so AVX2, BMI2,
+            Isa::Avx512 => {
+                // SAFETY: `self.isa` is only ever set to an available path, so AVX2, BMI2,
                 // POPCNT, AVX-512F/BW/CD/VL/VBMI/VBMI2 and GFNI are present.
                 unsafe { arch::x86_64::avx512::decompress::<WORDS>(input, &mut self.scratch, preload, page) }
             }
@@ -368,7 +368,7 @@ impl<const WORDS: usize> core::fmt::Debug for WkdmCodec<WORDS> {
             .field("page_bytes", &Self::PAGE_BYTES)
             .field("options", &self.options)
             .field("preload", &self.preload)
-            .field("path", &self.path)
+            .field("isa", &self.isa)
             .finish_non_exhaustive()
     }
 }

@@ -12,17 +12,17 @@ use proptest::prelude::*;
 
 use pagecodec::testing::{Rng, check_codec, sample_pages};
 use pagecodec::{Page, PageCodec};
-use wkdm::{CompressOptions, DictionaryPreload, Path, Wkdm, Wkdm16K, XNU_LIMIT_4K};
+use wkdm::{CompressOptions, DictionaryPreload, Isa, Wkdm, Wkdm16K, XNU_LIMIT_4K};
 
-fn paths() -> Vec<Path> {
-    let paths: Vec<Path> = Path::available().collect();
-    assert_eq!(paths[0], Path::Scalar);
+fn paths() -> Vec<Isa> {
+    let paths: Vec<Isa> = Isa::available().collect();
+    assert_eq!(paths[0], Isa::Scalar);
     paths
 }
 
 /// Compresses with `path` and with the scalar path under several budgets and options and
 /// requires identical results; then decodes with both.
-fn same_as_scalar_4k(path: Path, page: &Page, what: &str) {
+fn same_as_scalar_4k(path: Isa, page: &Page, what: &str) {
     let configs = [
         (CompressOptions::new(), 4368),
         (CompressOptions::new().early_abort(false), 4368),
@@ -31,8 +31,8 @@ fn same_as_scalar_4k(path: Path, page: &Page, what: &str) {
         (CompressOptions::new(), 40),
     ];
     for (options, room) in configs {
-        let mut scalar = Wkdm::new().with_path(Path::Scalar).unwrap().with_options(options);
-        let mut fast = Wkdm::new().with_path(path).unwrap().with_options(options);
+        let mut scalar = Wkdm::new().with_isa(Isa::Scalar).unwrap().with_options(options);
+        let mut fast = Wkdm::new().with_isa(path).unwrap().with_options(options);
         let (mut a, mut b) = (vec![0u8; room], vec![0u8; room]);
         let ra = scalar.compress_page(page.as_bytes(), &mut a);
         let rb = fast.compress_page(page.as_bytes(), &mut b);
@@ -57,7 +57,7 @@ fn same_as_scalar_4k(path: Path, page: &Page, what: &str) {
 #[test]
 fn every_path_passes_the_conformance_suite() {
     for path in paths() {
-        check_codec(&mut Wkdm::new().with_path(path).unwrap());
+        check_codec(&mut Wkdm::new().with_isa(path).unwrap());
     }
 }
 
@@ -91,10 +91,10 @@ fn stale_scratch_of_earlier_pages_never_shows() {
     let mut out = vec![0u8; 4368];
     let mut expected = vec![0u8; 4368];
     for path in paths() {
-        let mut reused = Wkdm::new().with_path(path).unwrap();
+        let mut reused = Wkdm::new().with_isa(path).unwrap();
         for (i, page) in pages.iter().enumerate() {
             let n = reused.compress(page, &mut out).unwrap();
-            let fresh = Wkdm::new().with_path(Path::Scalar).unwrap().compress(page, &mut expected).unwrap();
+            let fresh = Wkdm::new().with_isa(Isa::Scalar).unwrap().compress(page, &mut expected).unwrap();
             assert!(out[..n] == expected[..fresh], "{path}: page {i}");
         }
     }
@@ -124,7 +124,7 @@ fn every_path_decodes_pages_around_the_zero_word_thresholds() {
     }
     let mut out = vec![0u8; 4368];
     for path in paths() {
-        let mut codec = Wkdm::new().with_path(path).unwrap();
+        let mut codec = Wkdm::new().with_isa(path).unwrap();
         for page in &pages {
             let zeros = page.words().iter().filter(|&&w| w == 0).count();
             same_as_scalar_4k(path, page, &format!("{zeros} zero words"));
@@ -140,8 +140,8 @@ fn every_path_decodes_pages_around_the_zero_word_thresholds() {
 /// decoder's verdict and page, with both dictionary preloads, whatever the page held.
 #[test]
 fn every_path_decodes_damaged_streams_like_scalar() {
-    let decode = |path: Path, preload: DictionaryPreload, stream: &[u8], fill: u8| {
-        let mut codec = Wkdm::new().with_path(path).unwrap().with_preload(preload);
+    let decode = |path: Isa, preload: DictionaryPreload, stream: &[u8], fill: u8| {
+        let mut codec = Wkdm::new().with_isa(path).unwrap().with_preload(preload);
         let mut page = Page::filled(fill);
         let r = codec.decompress(stream, &mut page);
         (r, page)
@@ -159,7 +159,7 @@ fn every_path_decodes_damaged_streams_like_scalar() {
         }
         for case in &cases {
             for preload in [DictionaryPreload::Zero, DictionaryPreload::One] {
-                let (ra, pa) = decode(Path::Scalar, preload, case, 0);
+                let (ra, pa) = decode(Isa::Scalar, preload, case, 0);
                 for path in paths() {
                     for fill in [0, 0xFF] {
                         let (rb, pb) = decode(path, preload, case, fill);
@@ -185,15 +185,15 @@ fn every_path_matches_scalar_on_the_vectors() {
 
 #[test]
 fn unavailable_paths_are_refused() {
-    for path in Path::ALL {
-        let result = Wkdm::new().with_path(path);
+    for path in Isa::ALL {
+        let result = Wkdm::new().with_isa(path);
         assert_eq!(result.is_ok(), path.is_available(), "{path}");
         if let Err(e) = result {
             assert!(e.to_string().contains(path.name()));
         }
     }
-    assert!(Path::best().is_available());
-    assert_eq!(Wkdm::new().path(), Path::best());
+    assert!(Isa::best().is_available());
+    assert_eq!(Wkdm::new().isa(), Isa::best());
 }
 
 proptest! {
@@ -219,11 +219,11 @@ proptest! {
             dst.copy_from_slice(&w.to_le_bytes());
         }
         let options = CompressOptions::new().early_abort(early_abort);
-        let mut scalar = Wkdm16K::new().with_path(Path::Scalar).unwrap().with_options(options);
+        let mut scalar = Wkdm16K::new().with_isa(Isa::Scalar).unwrap().with_options(options);
         let mut a = vec![0u8; Wkdm16K::MAX_COMPRESSED_LEN];
         let ra = scalar.compress_page(&page, &mut a);
         for path in paths() {
-            let mut fast = Wkdm16K::new().with_path(path).unwrap().with_options(options);
+            let mut fast = Wkdm16K::new().with_isa(path).unwrap().with_options(options);
             let mut b = vec![0u8; Wkdm16K::MAX_COMPRESSED_LEN];
             let rb = fast.compress_page(&page, &mut b);
             prop_assert_eq!(ra, rb);

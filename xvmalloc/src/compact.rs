@@ -44,7 +44,7 @@ impl<S: PageSource> Pool<S> {
     /// assert!(report.chunks_released > 0);
     /// assert!(pool.stats().held_bytes < before);
     /// for (i, h) in handles.iter().enumerate().step_by(2) {
-    ///     assert_eq!(pool.get(h).unwrap(), &[i as u8; 1000][..]);
+    ///     assert_eq!(pool.get(*h).unwrap(), &[i as u8; 1000][..]);
     /// }
     /// ```
     pub fn compact(&mut self) -> CompactReport {

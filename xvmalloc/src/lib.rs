@@ -25,7 +25,7 @@
 //! pool.free(a)?;
 //! assert_eq!(pool.free(a), Err(xvmalloc::FreeError::Stale), "double free is refused");
 //! pool.compact();
-//! assert_eq!(pool.get(&b)?, &[2; 700][..]);
+//! assert_eq!(pool.get(b)?, &[2; 700][..]);
 //! let stats = pool.stats();
 //! assert_eq!((stats.objects, stats.payload_bytes), (1, 700));
 //! # Ok::<(), Box<dyn core::error::Error>>(())

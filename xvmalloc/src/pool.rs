@@ -49,11 +49,11 @@ pub(crate) struct Counters {
 ///
 /// let mut pool = Pool::new(HeapSource::new());
 /// let h = pool.alloc_copy(b"compressed page bytes")?;
-/// assert_eq!(pool.get(&h)?, b"compressed page bytes");
-/// pool.get_mut(&h)?[0] = b'C';
-/// assert_eq!(pool.len(&h)?, 21);
+/// assert_eq!(pool.get(h)?, b"compressed page bytes");
+/// pool.get_mut(h)?[0] = b'C';
+/// assert_eq!(pool.len(h)?, 21);
 /// pool.free(h)?;
-/// assert!(pool.get(&h).is_err(), "stale handles are refused");
+/// assert!(pool.get(h).is_err(), "stale handles are refused");
 /// assert_eq!(pool.stats().held_bytes, 0, "the empty chunk went back to the source");
 /// # Ok::<(), Box<dyn core::error::Error>>(())
 /// ```
@@ -215,7 +215,7 @@ impl<S: PageSource> Pool<S> {
     ///
     /// [`HandleError`] for a stale or unknown handle.
     #[inline]
-    pub fn get(&self, handle: &Handle) -> Result<&[u8], HandleError> {
+    pub fn get(&self, handle: Handle) -> Result<&[u8], HandleError> {
         let (addr, len) = self.locate(handle)?;
         let at = self.byte_offset(addr) + HEADER;
         Ok(&self.buf(addr)[at..at + len])
@@ -227,7 +227,7 @@ impl<S: PageSource> Pool<S> {
     ///
     /// [`HandleError`] for a stale or unknown handle.
     #[inline]
-    pub fn get_mut(&mut self, handle: &Handle) -> Result<&mut [u8], HandleError> {
+    pub fn get_mut(&mut self, handle: Handle) -> Result<&mut [u8], HandleError> {
         let (addr, len) = self.locate(handle)?;
         let at = self.byte_offset(addr) + HEADER;
         Ok(&mut self.buf_mut(addr)[at..at + len])
@@ -240,12 +240,12 @@ impl<S: PageSource> Pool<S> {
     /// [`HandleError`] for a stale or unknown handle.
     #[inline]
     #[allow(clippy::len_without_is_empty)]
-    pub fn len(&self, handle: &Handle) -> Result<usize, HandleError> {
+    pub fn len(&self, handle: Handle) -> Result<usize, HandleError> {
         self.locate(handle).map(|(_, len)| len)
     }
 
     /// Whether `handle` names a live object of this pool.
-    pub fn contains(&self, handle: &Handle) -> bool {
+    pub fn contains(&self, handle: Handle) -> bool {
         self.locate(handle).is_ok()
     }
 
@@ -274,7 +274,7 @@ impl<S: PageSource> Pool<S> {
 
     /// The live object's address and length.
     #[inline]
-    pub(crate) fn locate(&self, handle: &Handle) -> Result<(u32, usize), HandleError> {
+    pub(crate) fn locate(&self, handle: Handle) -> Result<(u32, usize), HandleError> {
         let slot = self.slots.get(handle.index as usize).ok_or(HandleError::Unknown)?;
         if slot.len == 0 || slot.generation != handle.generation {
             return Err(HandleError::Stale);

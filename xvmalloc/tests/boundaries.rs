@@ -19,8 +19,8 @@ fn size_limits() {
     for len in [1, 2, 11, 12, 13, 4091, 4092, 4095, MAX_ALLOC] {
         let data = common::content(len as u64, len);
         let h = pool.alloc_copy(&data).unwrap();
-        assert_eq!(pool.get(&h).unwrap(), &data[..]);
-        assert_eq!(pool.len(&h).unwrap(), len);
+        assert_eq!(pool.get(h).unwrap(), &data[..]);
+        assert_eq!(pool.len(h).unwrap(), len);
     }
     let mut small = Pool::with_chunk_size(HeapSource::new(), 4096).unwrap();
     assert_eq!(small.max_alloc(), 4092);
@@ -53,23 +53,23 @@ fn stale_double_and_forged_handles_are_refused() {
     let keep = pool.alloc_copy(b"keep").unwrap();
     pool.free(a).unwrap();
     assert_eq!(pool.free(a), Err(FreeError::Stale), "double free");
-    assert_eq!(pool.get(&a), Err(HandleError::Stale));
-    assert_eq!(pool.len(&a), Err(HandleError::Stale));
-    assert!(pool.get_mut(&a).is_err());
-    assert!(!pool.contains(&a));
+    assert_eq!(pool.get(a), Err(HandleError::Stale));
+    assert_eq!(pool.len(a), Err(HandleError::Stale));
+    assert!(pool.get_mut(a).is_err());
+    assert!(!pool.contains(a));
     // The slot is reused with a new generation: the old handle stays stale.
     let b = pool.alloc_copy(b"second").unwrap();
     assert_ne!(a, b);
-    assert_eq!(pool.get(&a), Err(HandleError::Stale));
-    assert_eq!(pool.get(&b).unwrap(), b"second");
+    assert_eq!(pool.get(a), Err(HandleError::Stale));
+    assert_eq!(pool.get(b).unwrap(), b"second");
     // Forged handles.
     let unknown = Handle::from_bits(u64::from(u32::MAX));
-    assert_eq!(pool.get(&unknown), Err(HandleError::Unknown));
+    assert_eq!(pool.get(unknown), Err(HandleError::Unknown));
     assert_eq!(pool.free(unknown), Err(HandleError::Unknown));
     let wrong_gen = Handle::from_bits(keep.to_bits() ^ (1 << 40));
     assert_eq!(pool.free(wrong_gen), Err(HandleError::Stale));
     assert_eq!(Handle::from_bits(keep.to_bits()), keep);
-    assert_eq!(pool.get(&keep).unwrap(), b"keep");
+    assert_eq!(pool.get(keep).unwrap(), b"keep");
     assert_eq!(core::mem::size_of::<Handle>(), 8);
     pool.validate().unwrap();
 }
@@ -137,7 +137,7 @@ fn compaction_keeps_handles_and_meets_the_density_target() {
     assert!(after.efficiency() >= compact_target, "after compact: {after:?}");
     pool.validate().unwrap();
     for (h, id, len) in &live {
-        assert_eq!(pool.get(h).unwrap(), &common::content(*id, *len)[..]);
+        assert_eq!(pool.get(*h).unwrap(), &common::content(*id, *len)[..]);
     }
     // A second compaction of a dense pool moves little and breaks nothing.
     pool.compact();
@@ -150,5 +150,5 @@ fn compaction_of_tiny_pools_is_harmless() {
     assert_eq!(pool.compact(), Default::default());
     let h = pool.alloc_copy(&[5; 10]).unwrap();
     pool.compact();
-    assert_eq!(pool.get(&h).unwrap(), &[5; 10]);
+    assert_eq!(pool.get(h).unwrap(), &[5; 10]);
 }

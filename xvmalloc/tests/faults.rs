@@ -116,8 +116,8 @@ fn limited_heap_source_fills_up_then_recovers() {
         pool.free(h).unwrap();
     }
     assert!(pool.alloc_copy(&[9; 3000]).is_ok());
-    assert_eq!(pool.get(&small).unwrap(), &[1; 100][..]);
+    assert_eq!(pool.get(small).unwrap(), &[1; 100][..]);
     for h in &handles {
-        assert_eq!(pool.get(h).unwrap(), &[7; 3000][..]);
+        assert_eq!(pool.get(*h).unwrap(), &[7; 3000][..]);
     }
 }

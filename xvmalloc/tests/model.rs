@@ -54,7 +54,7 @@ fn run(chunk: usize, ops: Vec<Op>) {
                     let h = result.unwrap();
                     let data = content(next_id, len);
                     next_id += 1;
-                    pool.get_mut(&h).unwrap().copy_from_slice(&data);
+                    pool.get_mut(h).unwrap().copy_from_slice(&data);
                     assert!(model.insert(h, data).is_none(), "handle reused while live");
                     order.push(h);
                 }
@@ -68,7 +68,7 @@ fn run(chunk: usize, ops: Vec<Op>) {
             Op::Write(i, seed) if !order.is_empty() => {
                 let h = order[i % order.len()];
                 let data = content(seed, model[&h].len());
-                pool.get_mut(&h).unwrap().copy_from_slice(&data);
+                pool.get_mut(h).unwrap().copy_from_slice(&data);
                 model.insert(h, data);
             }
             Op::Compact => {
@@ -81,12 +81,12 @@ fn run(chunk: usize, ops: Vec<Op>) {
             Op::StaleFree(i) if !dead.is_empty() => {
                 let h = dead[i % dead.len()];
                 assert_eq!(pool.free(h), Err(FreeError::Stale));
-                assert!(pool.get(&h).is_err() && pool.get_mut(&h).is_err() && pool.len(&h).is_err());
+                assert!(pool.get(h).is_err() && pool.get_mut(h).is_err() && pool.len(h).is_err());
             }
             Op::Forged(bits) => {
                 let h = Handle::from_bits(bits);
                 if !model.contains_key(&h) {
-                    assert!(pool.get(&h).is_err());
+                    assert!(pool.get(h).is_err());
                     assert!(pool.free(h).is_err());
                 }
             }

@@ -25,9 +25,9 @@ pub fn assert_matches<S: PageSource>(pool: &Pool<S>, model: &HashMap<Handle, Vec
     let mut payload = 0u64;
     let mut min_alloc = 0u64;
     for (h, want) in model {
-        let got = pool.get(h).expect("live handle refused");
+        let got = pool.get(*h).expect("live handle refused");
         assert_eq!(got, &want[..], "object {h:?} corrupted");
-        assert_eq!(pool.len(h).unwrap(), want.len());
+        assert_eq!(pool.len(*h).unwrap(), want.len());
         let start = got.as_ptr() as usize;
         ranges.push((start, start + got.len()));
         payload += want.len() as u64;

@@ -6,19 +6,20 @@
 
 use core::fmt;
 
-/// An implementation of the compressor and decompressor hot loops.
+/// An instruction set with its own implementation of the compressor and decompressor hot
+/// loops (named `Isa`, not `Path`, so that it never shadows `std::path::Path`).
 ///
 /// ```
-/// use wkdm::{Path, Wkdm};
+/// use wkdm::{Isa, Wkdm};
 ///
-/// assert!(Path::available().any(|p| p == Path::Scalar));
-/// let codec = Wkdm::new().with_path(Path::Scalar)?;
-/// assert_eq!(codec.path(), Path::Scalar);
-/// # Ok::<(), wkdm::UnavailablePath>(())
+/// assert!(Isa::available().any(|p| p == Isa::Scalar));
+/// let codec = Wkdm::new().with_isa(Isa::Scalar)?;
+/// assert_eq!(codec.isa(), Isa::Scalar);
+/// # Ok::<(), wkdm::UnavailableIsa>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum Path {
+pub enum Isa {
     /// Portable scalar code: the reference every other path must match byte for byte.
     Scalar,
     /// x86_64 with SSE4.1 and SSSE3: a SIMD compressor; decompression runs the scalar loop,
@@ -34,78 +35,78 @@ pub enum Path {
     Neon,
 }
 
-impl Path {
+impl Isa {
     /// Every path this crate knows, available or not, from slowest to fastest.
-    pub const ALL: [Path; 5] = [Path::Scalar, Path::Sse41, Path::Avx2, Path::Avx512, Path::Neon];
+    pub const ALL: [Isa; 5] = [Isa::Scalar, Isa::Sse41, Isa::Avx2, Isa::Avx512, Isa::Neon];
 
     /// A short name for tables (`"scalar"`, `"sse4.1"`, `"avx2"`, `"avx512"`, `"neon"`).
     pub const fn name(self) -> &'static str {
         match self {
-            Path::Scalar => "scalar",
-            Path::Sse41 => "sse4.1",
-            Path::Avx2 => "avx2",
-            Path::Avx512 => "avx512",
-            Path::Neon => "neon",
+            Isa::Scalar => "scalar",
+            Isa::Sse41 => "sse4.1",
+            Isa::Avx2 => "avx2",
+            Isa::Avx512 => "avx512",
+            Isa::Neon => "neon",
         }
     }
 
     /// Whether this path is compiled in and the CPU supports it.
     pub fn is_available(self) -> bool {
         match self {
-            Path::Scalar => true,
-            Path::Sse41 => crate::arch::sse41_available(),
-            Path::Avx2 => crate::arch::avx2_available(),
-            Path::Avx512 => crate::arch::avx512_available(),
-            Path::Neon => crate::arch::neon_available(),
+            Isa::Scalar => true,
+            Isa::Sse41 => crate::arch::sse41_available(),
+            Isa::Avx2 => crate::arch::avx2_available(),
+            Isa::Avx512 => crate::arch::avx512_available(),
+            Isa::Neon => crate::arch::neon_available(),
         }
     }
 
     /// The available paths, scalar first.
-    pub fn available() -> impl Iterator<Item = Path> {
-        Path::ALL.into_iter().filter(|p| p.is_available())
+    pub fn available() -> impl Iterator<Item = Isa> {
+        Isa::ALL.into_iter().filter(|p| p.is_available())
     }
 
     /// The fastest available path (detected once, then cached).
-    pub fn best() -> Path {
+    pub fn best() -> Isa {
         #[cfg(feature = "std")]
         {
             use core::sync::atomic::{AtomicU8, Ordering};
             const UNKNOWN: u8 = u8::MAX;
             static BEST: AtomicU8 = AtomicU8::new(UNKNOWN);
             let cached = BEST.load(Ordering::Relaxed);
-            if let Some(&path) = Path::ALL.get(usize::from(cached)) {
+            if let Some(&path) = Isa::ALL.get(usize::from(cached)) {
                 return path;
             }
-            let path = Path::detect();
-            let index = Path::ALL.iter().position(|&p| p == path).unwrap_or(0);
+            let path = Isa::detect();
+            let index = Isa::ALL.iter().position(|&p| p == path).unwrap_or(0);
             BEST.store(index as u8, Ordering::Relaxed);
             path
         }
         #[cfg(not(feature = "std"))]
         {
-            Path::detect()
+            Isa::detect()
         }
     }
 
-    fn detect() -> Path {
-        Path::ALL.into_iter().rev().find(|p| p.is_available()).unwrap_or(Path::Scalar)
+    fn detect() -> Isa {
+        Isa::ALL.into_iter().rev().find(|p| p.is_available()).unwrap_or(Isa::Scalar)
     }
 }
 
-impl fmt::Display for Path {
+impl fmt::Display for Isa {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
 }
 
-/// The requested [`Path`] is not compiled in or not supported by this CPU.
+/// The requested [`Isa`] is not compiled in or not supported by this CPU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct UnavailablePath(pub Path);
+pub struct UnavailableIsa(pub Isa);
 
-impl fmt::Display for UnavailablePath {
+impl fmt::Display for UnavailableIsa {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "implementation path {} is not available on this CPU or build", self.0)
     }
 }
 
-impl core::error::Error for UnavailablePath {}
+impl core::error::Error for UnavailableIsa {}
