@@ -36,6 +36,11 @@
 #![no_std]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+// The README's example runs as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 extern crate alloc;
 
 mod codec;
