@@ -52,7 +52,9 @@ fn expect_hybrid(page: &Page, threshold: usize) -> (bool, bool, usize) {
     if b == 0 || b > threshold { (false, true, PAGE_SIZE) } else { (false, false, b) }
 }
 
-fn run<C: EntryCodec, S: PageSource>(mut store: PageStore<C, S>, expect: Expect, ops: Vec<Op>) {
+/// Runs `ops` against the store and the model; returns how many stores were refused
+/// (`Full` or `OutOfMemory`), each of which must have left the store as it was.
+fn run<C: EntryCodec, S: PageSource>(mut store: PageStore<C, S>, expect: Expect, ops: Vec<Op>) -> usize {
     let threshold = store.config().huge_threshold;
     let mut model: HashMap<u64, Page> = HashMap::new();
     let mut failures = 0;
@@ -110,7 +112,15 @@ fn run<C: EntryCodec, S: PageSource>(mut store: PageStore<C, S>, expect: Expect,
             assert!(stats.mm.mem_used_total <= limit);
         }
     }
-    let _ = failures;
+    failures
+}
+
+/// Stores of 24 random (incompressible, hence raw) pages under distinct keys, then `ops`:
+/// 96 KiB of raw pages, more than the failure-path tests allow, so their failure path runs.
+fn filled_then(ops: Vec<Op>) -> Vec<Op> {
+    let mut all: Vec<Op> = (0..24).map(|key| Op::Store { key, kind: 3, seed: key }).collect();
+    all.extend(ops);
+    all
 }
 
 const CASES: u32 = if cfg!(miri) { 2 } else { 48 };
@@ -126,30 +136,33 @@ proptest! {
 
     #[test]
     fn plain_codec_matches_model(ops in prop::collection::vec(op(), 1..OPS)) {
-        run(PageStore::new(TrimTrailing), expect_trailing, ops);
+        prop_assert_eq!(run(PageStore::new(TrimTrailing), expect_trailing, ops), 0);
     }
 
     #[test]
     fn dyn_codec_with_low_threshold_matches_model(ops in prop::collection::vec(op(), 1..OPS)) {
         let codec: Box<dyn pagecodec::PageCodec> = Box::new(TrimTrailing);
         let config = StoreConfig::default().with_huge_threshold(1000);
-        run(PageStore::with_config(codec, config), expect_trailing, ops);
+        prop_assert_eq!(run(PageStore::with_config(codec, config), expect_trailing, ops), 0);
     }
 
     #[test]
     fn hybrid_matches_model(ops in prop::collection::vec(op(), 1..OPS)) {
-        run(PageStore::new(Hybrid::new(TrimTrailing, TrimLeading, 1024)), expect_hybrid, ops);
+        prop_assert_eq!(run(PageStore::new(Hybrid::new(TrimTrailing, TrimLeading, 1024)), expect_hybrid, ops), 0);
     }
 
     #[test]
     fn memory_limit_keeps_everything_intact(ops in prop::collection::vec(op(), 1..OPS)) {
         let config = StoreConfig::default().with_mem_limit(3 * 16384);
-        run(PageStore::with_config(TrimTrailing, config), expect_trailing, ops);
+        let refused = run(PageStore::with_config(TrimTrailing, config), expect_trailing, filled_then(ops));
+        prop_assert!(refused > 0, "the limit never refused a store");
     }
 
     #[test]
     fn failing_source_keeps_everything_intact(pattern in any::<u64>(), ops in prop::collection::vec(op(), 1..OPS)) {
-        let store = PageStore::with_source(TrimTrailing, Flaky::new(pattern), StoreConfig::default());
-        run(store, expect_trailing, ops);
+        // Bit 0 set: the very first chunk request fails, so the failure path runs.
+        let store = PageStore::with_source(TrimTrailing, Flaky::new(pattern | 1), StoreConfig::default());
+        let refused = run(store, expect_trailing, filled_then(ops));
+        prop_assert!(refused > 0, "the source never failed a store");
     }
 }

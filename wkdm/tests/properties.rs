@@ -8,7 +8,7 @@ use proptest::prelude::*;
 
 use pagecodec::testing::{PageClass, generate};
 use pagecodec::{Page, PageCodec};
-use wkdm::{CompressOptions, Compressed, Wkdm, Wkdm16K};
+use wkdm::{CompressOptions, Compressed, Wkdm, Wkdm16K, WkdmCodec};
 
 fn cases() -> u32 {
     if cfg!(miri) { 4 } else { 96 }
@@ -38,12 +38,76 @@ fn damage_4k(stream: &[u8]) {
             assert!(r.is_err(), "prefix of {len} bytes accepted");
         }
     }
+    if sparse {
+        let mut damaged = stream.to_vec();
+        for bit in (0..stream.len() * 8).step_by(step) {
+            damaged[bit / 8] ^= 1 << (bit % 8);
+            let _ = decode(&mut codec, &damaged);
+            damaged[bit / 8] ^= 1 << (bit % 8);
+        }
+    } else {
+        let mut original = [0u8; 4096];
+        codec.decompress_page(stream, &mut original).expect("the undamaged stream decodes");
+        check_flips::<1024, 4096>(stream, &original, step);
+    }
+}
+
+/// Flips every `step`-th bit of a normal-form stream of `WORDS` words, one at a time, and
+/// checks what the format defines: the verdict and page never depend on the page's old
+/// contents; a damaged header (offsets no longer matching the tags or the length) and
+/// damaged padding or spare bits of the low-bits area are errors; a damaged MISS word or
+/// PARTIAL low-bits value (any value is legal there) decodes to a page that differs from
+/// the original. Tags and indices may give an error or another page.
+fn check_flips<const WORDS: usize, const N: usize>(stream: &[u8], original: &[u8; N], step: usize) {
+    let mut codec = WkdmCodec::<WORDS>::new();
+    let word = |i: usize| u32::from_le_bytes(stream[4 * i..4 * i + 4].try_into().unwrap()) as usize;
+    let tag_words = WORDS / 16;
+    let (misses_from, low_from, end) = (3 + tag_words, word(1), word(2));
+    assert_eq!(4 * end, stream.len(), "a normal-form stream");
+    let partials: usize = stream[12..4 * misses_from]
+        .iter()
+        .map(|byte| (0..4).filter(|k| (byte >> (2 * k)) & 3 == 1).count())
+        .sum();
+    let misses_to = word(0);
+    let (mut a, mut b) = (vec![0u8; N], vec![0u8; N]);
     let mut damaged = stream.to_vec();
+    let mut checked = [0usize; 3];
     for bit in (0..stream.len() * 8).step_by(step) {
         damaged[bit / 8] ^= 1 << (bit % 8);
-        let _ = decode(&mut codec, &damaged);
+        a.fill(0);
+        b.fill(0xFF);
+        let ra = codec.decompress_page(&damaged, <&mut [u8; N]>::try_from(&mut a[..]).unwrap());
+        let rb = codec.decompress_page(&damaged, <&mut [u8; N]>::try_from(&mut b[..]).unwrap());
+        assert_eq!(ra, rb, "bit {bit}: the verdict depends on the page's old contents");
+        if ra.is_ok() {
+            assert!(a == b, "bit {bit}: stale data visible");
+        }
+        let stream_word = bit / 32;
+        if stream_word < 3 {
+            assert!(ra.is_err(), "bit {bit}: a damaged header was accepted");
+            checked[0] += 1;
+        } else if (misses_from..misses_to).contains(&stream_word) {
+            assert!(
+                ra.is_ok() && a[..] != original[..],
+                "bit {bit}: a damaged MISS word must give another page"
+            );
+            checked[1] += 1;
+        } else if (low_from..end).contains(&stream_word) {
+            let in_word = bit % 32;
+            let value = (stream_word - low_from) * 3 + in_word / 10;
+            if in_word >= 30 || value >= partials {
+                assert!(ra.is_err(), "bit {bit}: damaged low-bits padding was accepted");
+            } else {
+                assert!(
+                    ra.is_ok() && a[..] != original[..],
+                    "bit {bit}: a damaged low-bits value must give another page"
+                );
+            }
+            checked[2] += 1;
+        }
         damaged[bit / 8] ^= 1 << (bit % 8);
     }
+    assert!(checked[0] > 0, "no header bit was flipped");
 }
 
 #[test]
@@ -90,12 +154,7 @@ fn damaged_16k_stream() {
     for len in (0..n).step_by(step) {
         assert!(codec.decompress_page(&stream[..len], &mut back).is_err(), "prefix {len}");
     }
-    let mut damaged = stream.to_vec();
-    for bit in (0..n * 8).step_by(step) {
-        damaged[bit / 8] ^= 1 << (bit % 8);
-        let _ = codec.decompress_page(&damaged, &mut back);
-        damaged[bit / 8] ^= 1 << (bit % 8);
-    }
+    check_flips::<4096, 16384>(stream, &page, step);
     codec.decompress_page(stream, &mut back).unwrap();
     assert_eq!(back, page);
 }
