@@ -27,6 +27,11 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+// The workspace README's Rust examples run as doctests of this crate.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct WorkspaceReadmeDoctests;
+
 pub mod alloc;
 pub mod app;
 pub mod capture;
