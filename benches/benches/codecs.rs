@@ -1,6 +1,6 @@
 //! Criterion benches of every codec: compress and decompress per page class, and on real
-//! pages (the corpus file named by `PAGEBENCH_CORPUS`, else `/work/corpus/python.pages` if
-//! present, else skipped), with byte throughput.
+//! pages (the page file named by `PAGEBENCH_CORPUS`, as written by `pagebench capture`; the
+//! real-page group is left out without it), with byte throughput.
 //!
 //! `cargo bench -p pagebench --bench codecs -- 'lz4/'` runs a subset. The tool itself
 //! (`cargo run --release -p pagebench`) gives the cycle-accurate, interleaved comparison;
@@ -16,11 +16,9 @@ use pagecodec::{PAGE_SIZE, Page};
 
 /// A few hundred real pages, evenly spaced through the corpus file, if one is available.
 fn real_pages() -> Option<Vec<Page>> {
-    let path = std::env::var_os("PAGEBENCH_CORPUS")
-        .map(std::path::PathBuf::from)
-        .or_else(|| Some("/work/corpus/python.pages".into()))
-        .filter(|p| p.exists())?;
-    let mut corpus = pagebench::corpus::read_corpus(&path).ok()?;
+    let path = std::path::PathBuf::from(std::env::var_os("PAGEBENCH_CORPUS")?);
+    let mut corpus = pagebench::corpus::read_corpus(&path)
+        .unwrap_or_else(|e| panic!("PAGEBENCH_CORPUS={}: {e}", path.display()));
     corpus.subsample(256);
     (!corpus.pages.is_empty()).then_some(corpus.pages)
 }

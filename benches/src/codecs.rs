@@ -8,7 +8,7 @@ use crate::peers;
 /// XNU's fallback rule: WKdm streams of this many bytes or more go to the fallback codec.
 pub const HYBRID_THRESHOLD: usize = 2048;
 
-/// The hybrid of issue 7 and XNU: WKdm first, LZO when WKdm refuses the page or its stream
+/// The hybrid XNU uses: WKdm first, LZO when WKdm refuses the page or its stream
 /// would be [`HYBRID_THRESHOLD`] bytes or more (pagestore's generic `Hybrid`).
 pub fn hybrid() -> Hybrid<wkdm::Wkdm, lzokit::Lzo1x> {
     Hybrid::new(wkdm::Wkdm::default(), lzokit::Lzo1x::default(), HYBRID_THRESHOLD)

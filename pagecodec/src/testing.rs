@@ -52,7 +52,7 @@ impl Rng {
     }
 }
 
-/// The kinds of page found in memory, as the seed benchmarks and zram users see them.
+/// The kinds of page found in memory, as the 2001 compressed-cache paper's benchmarks and zram users see them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum PageClass {

@@ -12,7 +12,7 @@
 //!   stored raw; the codec gets that budget, so it gives up early;
 //! - **memory limit**: past it `store` returns [`StoreError::Full`] and nothing stored
 //!   changes;
-//! - **statistics**: zram's `mm_stat` ([`MmStat`]) and the seed's per-codec table
+//! - **statistics**: zram's `mm_stat` ([`MmStat`]) and the per-codec statistics table of the 2001 Linux compressed-cache paper
 //!   ([`CodecStats`]: sizes, TSC timings with medians, ratio, incompressible pages).
 //!
 //! Streams live in an [`xvmalloc::Pool`]; [`PageStore::compact`] passes through to it.

@@ -1,4 +1,4 @@
-//! Statistics: zram's `mm_stat` and the seed's per-codec table.
+//! Statistics: zram's `mm_stat` and the per-codec statistics table of the 2001 Linux compressed-cache paper.
 
 use crate::TimeUnit;
 use crate::histogram::Histogram;
@@ -42,7 +42,7 @@ pub struct MmStat {
     pub huge_pages: u64,
 }
 
-/// The seed's per-run table (Linux 2.4 compressed cache, 2001), cumulative over every store
+/// The statistics table of the 2001 Linux compressed-cache paper (Linux 2.4), cumulative over every store
 /// and load since the store was made (not only the pages currently stored).
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[non_exhaustive]
@@ -61,7 +61,7 @@ pub struct CodecStats {
     pub decompress_time: Summary,
     /// The unit of the timings ([`TimeUnit::None`] when timing is off).
     pub time_unit: TimeUnit,
-    /// Pages that did not compress under the huge threshold ("discarded" in the seed's
+    /// Pages that did not compress under the huge threshold ("discarded" in the paper's
     /// table, stored raw here).
     pub incompressible: u64,
     /// Pages kept compressed by each variant of the codec (`[first, fallback]` for a
@@ -80,7 +80,7 @@ impl CodecStats {
         if self.output_bytes == 0 { 1.0 } else { self.input_bytes as f64 / self.output_bytes as f64 }
     }
 
-    /// The seed's "compression ratio": `output / input` (19-36% in 2001).
+    /// The paper's "compression ratio": `output / input` (19-36% in 2001).
     pub fn compressed_fraction(&self) -> f64 {
         if self.input_bytes == 0 { 1.0 } else { self.output_bytes as f64 / self.input_bytes as f64 }
     }
@@ -100,7 +100,7 @@ pub struct StoreStats {
     pub pages: u64,
     /// zram's memory statistics.
     pub mm: MmStat,
-    /// The seed's per-codec table.
+    /// The paper's per-codec table.
     pub codec: CodecStats,
     /// The allocator's own statistics (payload, allocated, held bytes, ...).
     pub pool: xvmalloc::PoolStats,

@@ -230,7 +230,7 @@ impl<C: EntryCodec, S: PageSource> PageStore<C, S> {
         self.shelf.compact()
     }
 
-    /// zram's `mm_stat`, the seed's codec table and the allocator's statistics.
+    /// zram's `mm_stat`, the paper's codec table and the allocator's statistics.
     pub fn stats(&self) -> StoreStats {
         StoreStats {
             pages: self.len() as u64,
