@@ -68,56 +68,87 @@ impl Budget {
     }
 }
 
-impl<S: PageSource> PageSource for Budgeted<S> {
-    type Chunk = S::Chunk;
+/// A chunk with the size the budget was charged for it. The budget gives back exactly what
+/// it charged, whatever length the source's chunk reports (a source may hand out a chunk of
+/// another size, which the pool refuses, or one whose length changes).
+#[derive(Debug)]
+pub(crate) struct Accounted<C> {
+    chunk: C,
+    charged: u64,
+}
 
-    fn acquire(&mut self, size: usize) -> Option<S::Chunk> {
-        let size64 = size as u64;
-        let allowed = match &self.budget {
-            Budget::Unlimited => true,
-            Budget::Local(limit) => self.held + size64 <= *limit,
-            #[cfg(feature = "std")]
-            Budget::Shared { limit, held } => {
-                use core::sync::atomic::Ordering;
-                let before = held.fetch_add(size64, Ordering::Relaxed);
-                if before + size64 > *limit {
-                    held.fetch_sub(size64, Ordering::Relaxed);
-                    false
-                } else {
-                    true
-                }
-            }
-        };
-        if !allowed {
-            self.refused = true;
-            return None;
-        }
-        match self.inner.acquire(size) {
-            Some(chunk) => {
-                self.held += size64;
-                self.held_max = self.held_max.max(self.held);
-                Some(chunk)
-            }
-            None => {
-                self.give_back(size64);
-                None
-            }
-        }
-    }
-
-    fn release(&mut self, chunk: S::Chunk) {
-        let size = chunk.len() as u64;
-        self.inner.release(chunk);
-        self.held -= size;
-        self.give_back(size);
+impl<C: core::ops::Deref<Target = [u8]>> core::ops::Deref for Accounted<C> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.chunk
     }
 }
 
-impl<S> Budgeted<S> {
-    fn give_back(&mut self, _size: u64) {
+impl<C: core::ops::DerefMut<Target = [u8]>> core::ops::DerefMut for Accounted<C> {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        &mut self.chunk
+    }
+}
+
+/// A charge on the shared budget that is given back when dropped unless kept: a source that
+/// panics in `acquire` leaves the budget as it found it.
+#[cfg(feature = "std")]
+struct Charge<'a> {
+    held: &'a core::sync::atomic::AtomicU64,
+    size: u64,
+}
+
+#[cfg(feature = "std")]
+impl Drop for Charge<'_> {
+    fn drop(&mut self) {
+        self.held.fetch_sub(self.size, core::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+impl<S: PageSource> PageSource for Budgeted<S> {
+    type Chunk = Accounted<S::Chunk>;
+
+    fn acquire(&mut self, size: usize) -> Option<Self::Chunk> {
+        let size64 = size as u64;
+        match &self.budget {
+            Budget::Unlimited => {}
+            Budget::Local(limit) => {
+                if self.held + size64 > *limit {
+                    self.refused = true;
+                    return None;
+                }
+            }
+            #[cfg(feature = "std")]
+            Budget::Shared { limit, held } => {
+                use core::sync::atomic::Ordering;
+                // Charged before the call so that shards cannot overshoot the limit together;
+                // the charge is given back on failure or unwind.
+                let before = held.fetch_add(size64, Ordering::Relaxed);
+                let charge = Charge { held, size: size64 };
+                if before + size64 > *limit {
+                    self.refused = true;
+                    return None;
+                }
+                let chunk = self.inner.acquire(size)?;
+                core::mem::forget(charge);
+                self.held += size64;
+                self.held_max = self.held_max.max(self.held);
+                return Some(Accounted { chunk, charged: size64 });
+            }
+        }
+        let chunk = self.inner.acquire(size)?;
+        self.held += size64;
+        self.held_max = self.held_max.max(self.held);
+        Some(Accounted { chunk, charged: size64 })
+    }
+
+    fn release(&mut self, chunk: Self::Chunk) {
+        let charged = chunk.charged;
+        self.inner.release(chunk.chunk);
+        self.held -= charged;
         #[cfg(feature = "std")]
         if let Budget::Shared { held, .. } = &self.budget {
-            held.fetch_sub(_size, core::sync::atomic::Ordering::Relaxed);
+            held.fetch_sub(charged, core::sync::atomic::Ordering::Relaxed);
         }
     }
 }
