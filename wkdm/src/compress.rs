@@ -159,10 +159,11 @@ pub(crate) fn decide(
     if let Some(limit) = budget.xnu_limit {
         // `left` after the misses is > 0 (checked during classification); then the index
         // area may bring it to exactly 0, but every low-bits word must leave it > 0.
-        let left = limit as isize - (layout.misses_start() + 4 * c.misses) as isize;
-        let left = left - 4 * c.hits.div_ceil(8) as isize;
-        let low_words = c.partials.div_ceil(3) as isize;
-        if left < 0 || (low_words > 0 && left - 4 * low_words <= 0) {
+        // In unsigned terms, so that any limit up to `usize::MAX` means "no tighter than
+        // the room": `left = limit - used` must be >= 0 and, with low bits, `left - low > 0`.
+        let used = layout.misses_start() + 4 * c.misses + 4 * c.hits.div_ceil(8);
+        let low = 4 * c.partials.div_ceil(3);
+        if limit < used || (low > 0 && limit - used <= low) {
             return Err(CompressError::Incompressible);
         }
     }

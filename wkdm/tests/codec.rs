@@ -286,3 +286,29 @@ fn sixteen_kib_layout() {
     assert_eq!(back, page);
     assert_eq!(Wkdm16K::MAX_COMPRESSED_LEN, 1036 + 4 * 4095 + 4 + 4);
 }
+
+#[test]
+fn huge_xnu_limits_are_no_tighter_than_none() {
+    // Limits past any stream length must behave like no limit: no overflow in the
+    // arithmetic of XNU's rules, and no limit turned negative by a cast.
+    use pagecodec::testing::{PageClass, generate};
+    use wkdm::Isa;
+    for isa in Isa::available() {
+        for class in PageClass::ALL {
+            let page = generate(class, 3);
+            let mut plain = Wkdm::new().with_isa(isa).unwrap();
+            let mut want = vec![0u8; Wkdm::MAX_COMPRESSED_LEN];
+            let expected = plain.compress_page(page.as_bytes(), &mut want);
+            for limit in [1usize << 63, usize::MAX, usize::MAX - 1, 1 << 32] {
+                let options = CompressOptions::new().xnu_limit(Some(limit));
+                let mut codec = Wkdm::new().with_isa(isa).unwrap().with_options(options);
+                let mut out = vec![0u8; Wkdm::MAX_COMPRESSED_LEN];
+                let got = codec.compress_page(page.as_bytes(), &mut out);
+                assert_eq!(got, expected, "{isa} {class:?} limit {limit}");
+                if let Ok(Compressed::Stream(n)) = got {
+                    assert_eq!(out[..n], want[..n], "{isa} {class:?} limit {limit}");
+                }
+            }
+        }
+    }
+}
