@@ -71,13 +71,33 @@ const fn left_pack_table(lane_bytes: usize) -> [[u8; 16]; 16] {
     table
 }
 
-/// Whether every named x86_64 feature ([`pagecodec::cpu::X86Feature`]) is present, by the
-/// family's rule ([`pagecodec::cpu::x86_has`]); `false` on other architectures and under
-/// Miri, which does not run SIMD.
-macro_rules! x86_features {
-    ($($feature:ident),+) => {{
+/// The x86_64 features each SIMD path's code is compiled with (its `target_feature`
+/// attributes): a path may run only where all of them are present.
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod needs {
+    use pagecodec::cpu::X86Feature::{self, *};
+
+    /// SSE4.1 path: `classify` (SSE4.1, SSSE3 `pshufb`, POPCNT).
+    pub(crate) const SSE41: &[X86Feature] = &[Sse41, Ssse3, Popcnt];
+    /// AVX2 path: `classify` and `decompress` (AVX2, BMI2, POPCNT; SSSE3 `pshufb`).
+    pub(crate) const AVX2: &[X86Feature] = &[Avx2, Bmi2, Popcnt, Ssse3];
+    /// AVX-512 path: the AVX2 path's features plus its own.
+    pub(crate) const AVX512: &[X86Feature] =
+        &[Avx2, Bmi2, Popcnt, Ssse3, Avx512f, Avx512bw, Avx512cd, Avx512vl, Avx512vbmi, Avx512vbmi2, Gfni];
+
+    /// Whether every feature of `needs` is present by `has`.
+    pub(crate) fn all(needs: &[X86Feature], has: impl Fn(X86Feature) -> bool) -> bool {
+        needs.iter().all(|&f| has(f))
+    }
+}
+
+/// Whether every feature of `needs` is present, by the family's rule
+/// ([`pagecodec::cpu::x86_has`]); `false` on other architectures and under Miri, which does
+/// not run SIMD.
+macro_rules! x86_available {
+    ($needs:ident) => {{
         #[cfg(all(target_arch = "x86_64", not(miri)))]
-        let present = true $(&& pagecodec::cpu::x86_has(pagecodec::cpu::X86Feature::$feature))+;
+        let present = needs::all(needs::$needs, pagecodec::cpu::x86_has);
         #[cfg(any(not(target_arch = "x86_64"), miri))]
         let present = false;
         present
@@ -86,20 +106,73 @@ macro_rules! x86_features {
 
 /// Whether the SSE4.1 path can run here.
 pub(crate) fn sse41_available() -> bool {
-    x86_features!(Sse41, Ssse3, Popcnt)
+    x86_available!(SSE41)
 }
 
 /// Whether the AVX2 path can run here.
 pub(crate) fn avx2_available() -> bool {
-    x86_features!(Avx2, Bmi2)
+    x86_available!(AVX2)
 }
 
-/// Whether the AVX-512 path can run here: the AVX2 path's features plus POPCNT, AVX-512F,
-/// BW, CD, VL, VBMI, VBMI2 and GFNI, and a compiler that built the path (see build.rs).
+/// Whether the AVX-512 path can run here: its features, and a compiler that built the path
+/// (see build.rs).
 pub(crate) fn avx512_available() -> bool {
-    cfg!(wkdm_avx512)
-        && avx2_available()
-        && x86_features!(Popcnt, Avx512f, Avx512bw, Avx512cd, Avx512vl, Avx512vbmi, Avx512vbmi2, Gfni)
+    cfg!(wkdm_avx512) && x86_available!(AVX512)
+}
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    use super::needs;
+    use pagecodec::cpu::X86Feature;
+
+    /// Hiding any one needed feature (a VM's CPUID mask, or a `no_std` build's target
+    /// features) makes the path unavailable.
+    #[test]
+    fn each_needed_feature_is_checked() {
+        for (name, list) in [("sse4.1", needs::SSE41), ("avx2", needs::AVX2), ("avx512", needs::AVX512)] {
+            assert!(needs::all(list, |_| true), "{name}");
+            for &hidden in list {
+                assert!(!needs::all(list, |f: X86Feature| f != hidden), "{name} without {hidden:?}");
+            }
+        }
+    }
+
+    /// Every feature a path's source enables with `#[target_feature]` is in its list, so
+    /// the availability check can never let it run an instruction the CPU lacks.
+    #[test]
+    fn lists_cover_every_enabled_feature() {
+        let sources = [
+            ("sse4.1", needs::SSE41, include_str!("x86_64/sse41.rs")),
+            ("avx2", needs::AVX2, include_str!("x86_64/avx2.rs")),
+            ("avx512", needs::AVX512, include_str!("x86_64/avx512.rs")),
+        ];
+        for (name, list, source) in sources {
+            let mut seen = 0;
+            for attr in source.split("target_feature(enable = \"").skip(1) {
+                let features = attr.split('"').next().unwrap();
+                for feature in features.split(',') {
+                    let known = match feature {
+                        "sse4.1" => X86Feature::Sse41,
+                        "ssse3" => X86Feature::Ssse3,
+                        "popcnt" => X86Feature::Popcnt,
+                        "avx2" => X86Feature::Avx2,
+                        "bmi2" => X86Feature::Bmi2,
+                        "avx512f" => X86Feature::Avx512f,
+                        "avx512bw" => X86Feature::Avx512bw,
+                        "avx512cd" => X86Feature::Avx512cd,
+                        "avx512vl" => X86Feature::Avx512vl,
+                        "avx512vbmi" => X86Feature::Avx512vbmi,
+                        "avx512vbmi2" => X86Feature::Avx512vbmi2,
+                        "gfni" => X86Feature::Gfni,
+                        other => panic!("{name}: unknown feature {other}"),
+                    };
+                    assert!(list.contains(&known), "{name} enables {feature} but does not check it");
+                    seen += 1;
+                }
+            }
+            assert!(seen > 0, "{name}: no target_feature attribute found");
+        }
+    }
 }
 
 /// Whether the NEON path can run here (NEON is part of the aarch64 baseline; never under
