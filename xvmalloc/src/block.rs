@@ -98,7 +98,9 @@ impl Header {
 /// Byte offset of the footer of the block at byte `at` of `size` units: its last 4 bytes.
 #[inline(always)]
 pub(crate) const fn footer_at(at: usize, size: u32) -> usize {
-    at + size as usize * UNIT - HEADER
+    // Wrapping: a header read from a chunk whose bytes changed under the pool (a source's
+    // chunk may be any safe `DerefMut`) may say 0 units; the offset is masked when used.
+    (at + size as usize * UNIT).wrapping_sub(HEADER)
 }
 
 /// Writes the header and footer of a free block of `size` units at byte `at` of `buf`

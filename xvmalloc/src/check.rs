@@ -3,7 +3,7 @@
 use crate::PageSource;
 use crate::block::{NIL, footer_at, read_u32, units_for};
 use crate::classes::{CLASSES, class_of};
-use crate::pool::Pool;
+use crate::pool::{GENERATION_MASK, Pool};
 
 impl<S: PageSource> Pool<S> {
     /// Walks every chunk, free list and slot and checks that they agree; O(size of the pool).
@@ -151,7 +151,8 @@ impl<S: PageSource> Pool<S> {
             }
             index = slot.addr;
         }
-        if free_slots as u64 + live != self.slots.len() as u64 {
+        let retired = self.slots.iter().filter(|s| s.len == 0 && s.generation & GENERATION_MASK == 0).count();
+        if (free_slots + retired) as u64 + live != self.slots.len() as u64 {
             return Err("free-slot chain misses slots");
         }
         Ok(())

@@ -112,7 +112,7 @@ impl<S: PageSource> Pool<S> {
             if h.is_free() && off + h.size() < self.chunk_units {
                 return false;
             }
-            off += h.size();
+            off += h.size().max(1);
         }
         true
     }
@@ -235,7 +235,7 @@ impl<S: PageSource> Pool<S> {
                 used += h.size();
                 objects += 1;
             }
-            off += h.size();
+            off += h.size().max(1);
         }
         (used, objects)
     }
@@ -249,7 +249,7 @@ impl<S: PageSource> Pool<S> {
             if h.is_free() {
                 self.unlink(base + off, h.size());
             }
-            off += h.size();
+            off += h.size().max(1);
         }
     }
 
@@ -264,7 +264,7 @@ impl<S: PageSource> Pool<S> {
             if !h.is_free() {
                 self.set_header(base + off, h.with_prev_free(prev_free));
                 prev_free = false;
-                off += h.size();
+                off += h.size().max(1);
                 continue;
             }
             let start = off;
@@ -275,7 +275,7 @@ impl<S: PageSource> Pool<S> {
                     break;
                 }
                 size += h.size();
-                off += h.size();
+                off += h.size().max(1);
             }
             self.add_free_block(base + start, size);
             prev_free = true;

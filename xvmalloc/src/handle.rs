@@ -3,11 +3,13 @@
 /// Names one object in a [`Pool`](crate::Pool): 8 bytes, `Copy`.
 ///
 /// A handle indexes the pool's slot table, which maps it to the object's current place, so
-/// it stays valid when [`compact`](crate::Pool::compact) moves the object. Each slot carries
-/// a generation that changes when its object is freed: a handle kept after `free` (or
-/// forged) is refused with [`HandleError::Stale`](crate::HandleError::Stale) rather than
-/// reaching another object. Generations are 32-bit and wrap, so a handle kept across
-/// 2^32 reuses of its slot could alias again; that is the documented limit.
+/// it stays valid when [`compact`](crate::Pool::compact) moves the object. It also carries
+/// the slot's generation, which changes when its object is freed, and the pool's tag: a
+/// handle kept after `free`, forged, or given to another pool is refused with
+/// [`HandleError::Stale`](crate::HandleError::Stale) rather than reaching another object.
+/// A slot whose generations run out (after about a million reuses) is retired, never
+/// reused, so a stale handle can never match again. Tags repeat only after 4095 pools
+/// have been created in one process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Handle {
     pub(crate) index: u32,

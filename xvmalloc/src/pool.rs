@@ -13,10 +13,33 @@ const MIN_CHUNK: usize = 4096;
 const MAX_CHUNK: usize = 65536;
 const PAGE: u64 = 4096;
 
+/// A handle's second half: the pool's tag in the top [`TAG_BITS`] bits, the slot's
+/// generation in the low [`GENERATION_BITS`]. Generation 0 is never issued: a slot whose
+/// generation would wrap to it is retired for good, so a stale handle can never match
+/// again, and the tag makes another pool refuse the handle.
+pub(crate) const GENERATION_BITS: u32 = 20;
+pub(crate) const GENERATION_MASK: u32 = (1 << GENERATION_BITS) - 1;
+pub(crate) const TAG_BITS: u32 = 32 - GENERATION_BITS;
+
+/// A tag for a new pool: consecutive pools get different tags (4095 of them before one
+/// repeats), never 0.
+fn new_tag() -> u32 {
+    #[cfg(target_has_atomic = "32")]
+    let n = {
+        use core::sync::atomic::{AtomicU32, Ordering};
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    };
+    #[cfg(not(target_has_atomic = "32"))]
+    let n = 0;
+    (n % ((1 << TAG_BITS) - 1) + 1) << GENERATION_BITS
+}
+
 /// One entry of the slot table. `len == 0` marks a free slot whose `addr` links the next
-/// free slot.
+/// free slot, or a retired one (generation bits 0, off the free chain).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Slot {
+    /// The pool's tag and the slot's generation, as handles carry them ([`stamp`]).
     pub(crate) generation: u32,
     pub(crate) addr: u32,
     pub(crate) len: u32,
@@ -72,6 +95,8 @@ pub struct Pool<S: PageSource> {
     pub(crate) shift: u32,
     pub(crate) max_alloc: usize,
     pub(crate) counters: Counters,
+    /// This pool's tag, in place (see [`GENERATION_BITS`]).
+    pub(crate) tag: u32,
 }
 
 impl<S: PageSource> core::fmt::Debug for Pool<S> {
@@ -111,6 +136,7 @@ impl<S: PageSource> Pool<S> {
             shift: chunk_units.trailing_zeros(),
             max_alloc: MAX_ALLOC.min(chunk_size - HEADER),
             counters: Counters::default(),
+            tag: new_tag(),
         })
     }
 
@@ -197,11 +223,17 @@ impl<S: PageSource> Pool<S> {
             return Err(HandleError::Stale);
         }
         let (addr, len) = (slot.addr, slot.len);
-        // Release the slot while it is at hand (see `release_slot`).
-        slot.generation = slot.generation.wrapping_add(1);
+        // Release the slot while it is at hand: a new generation makes every copy of the
+        // handle stale; a slot out of generations is retired instead of reused.
+        let generation = slot.generation.wrapping_add(1) & GENERATION_MASK;
         slot.len = 0;
-        slot.addr = self.free_slot;
-        self.free_slot = handle.index;
+        slot.generation = self.tag | generation;
+        if generation != 0 {
+            slot.addr = self.free_slot;
+            self.free_slot = handle.index;
+        } else {
+            slot.addr = NIL;
+        }
         let units = self.free_block(addr);
         self.counters.payload -= u64::from(len);
         self.counters.allocated_units -= u64::from(units);
@@ -287,8 +319,9 @@ impl<S: PageSource> Pool<S> {
         let index = self.free_slot;
         if index == NIL {
             let index = self.slots.len() as u32;
-            self.slots.push(Slot { generation: 1, addr, len });
-            return Handle { index, generation: 1 };
+            let generation = self.tag | 1;
+            self.slots.push(Slot { generation, addr, len });
+            return Handle { index, generation };
         }
         let slot = &mut self.slots[index as usize];
         self.free_slot = slot.addr;
@@ -414,7 +447,9 @@ impl<S: PageSource> Pool<S> {
             unreachable!("listed block in a released chunk")
         };
         // Pop the head: only the class head changes (see `add_free_block`).
-        let size = Header::from_bits(read_u32(buf, at)).size();
+        // At least `want`: only a chunk whose bytes changed behind the pool's back (a
+        // source's chunk may be any safe `DerefMut`) has a smaller header here.
+        let size = Header::from_bits(read_u32(buf, at)).size().max(want);
         let next = read_u32(buf, at + Self::NEXT);
         self.classes.heads[class] = next;
         if next == NIL {

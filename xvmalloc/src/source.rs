@@ -43,7 +43,10 @@ pub trait PageSource {
 
     /// Returns a chunk of exactly `size` bytes (its contents need not be zeroed), or `None`
     /// when no memory is available. A chunk of any other length counts as a failure and is
-    /// handed straight back through [`release`](Self::release).
+    /// handed straight back through [`release`](Self::release). A chunk must show the same
+    /// bytes through `Deref` and `DerefMut` for as long as the pool holds it; one that does
+    /// not gets garbage back and may make the pool panic, but never loop forever or reach
+    /// outside the chunk.
     fn acquire(&mut self, size: usize) -> Option<Self::Chunk>;
 
     /// Takes back a chunk obtained from [`acquire`](Self::acquire).
