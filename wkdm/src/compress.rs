@@ -67,6 +67,7 @@ impl Budget {
 
 /// Classifies every word of `page` (`4 * W` bytes) into `s`, returning the counts, or
 /// `Incompressible` as soon as the budget or the early abort refuses the page.
+#[inline]
 pub(crate) fn classify<const W: usize>(
     page: &[u8],
     s: &mut Scratch<W>,
@@ -129,6 +130,7 @@ pub(crate) enum Form {
 
 /// Applies XNU's decisions after classification: zero / single-value report, sparse or
 /// normal form, and the budget. `first_word` is the page's word 0 and `first_tag` its tag.
+#[inline]
 pub(crate) fn decide(
     layout: Layout,
     c: Counts,
@@ -173,6 +175,7 @@ pub(crate) fn decide(
 /// Writes the normal form from classified scratch data; `out` holds at least
 /// `layout.normal_len(c)` bytes (checked by [`decide`]). `s.tags` holds one tag per word,
 /// or, when `tags_packed`, the packed tags area already. Returns the stream length.
+#[inline]
 pub(crate) fn write_normal<const W: usize>(
     s: &mut Scratch<W>,
     c: Counts,
@@ -226,6 +229,7 @@ pub(crate) fn write_normal<const W: usize>(
 }
 
 /// The tag XNU gives word 0 (the dictionary holds zeros, so it is never EXACT).
+#[inline]
 pub(crate) fn first_tag(w: u32) -> u8 {
     if w == 0 {
         ZERO
@@ -238,6 +242,7 @@ pub(crate) fn first_tag(w: u32) -> u8 {
 
 /// Writes the sparse form: the magic, then (value, byte offset) of each non-zero word.
 /// `out` holds at least `4 + 6 * nonzero` bytes (checked by [`decide`]).
+#[inline]
 pub(crate) fn write_sparse(page: &[u8], out: &mut [u8]) -> usize {
     out[..4].copy_from_slice(&SPARSE_MAGIC.to_le_bytes());
     let mut at = 4;
@@ -252,6 +257,7 @@ pub(crate) fn write_sparse(page: &[u8], out: &mut [u8]) -> usize {
 }
 
 /// Applies [`decide`] to classified counts and writes the chosen form.
+#[inline]
 pub(crate) fn finish<const W: usize>(
     page: &[u8],
     s: &mut Scratch<W>,
@@ -272,6 +278,7 @@ pub(crate) fn finish<const W: usize>(
 
 /// The budget for one call, or `Incompressible` when the XNU limit cannot even hold the
 /// header and tags.
+#[inline]
 pub(crate) fn budget_for<const W: usize>(
     out: &[u8],
     options: &CompressOptions,
@@ -284,6 +291,7 @@ pub(crate) fn budget_for<const W: usize>(
 }
 
 /// The whole scalar compressor: classify, decide, write.
+#[inline]
 pub(crate) fn compress<const W: usize>(
     page: &[u8],
     s: &mut Scratch<W>,

@@ -190,6 +190,7 @@ pub(crate) unsafe fn validate<'a, U: Unpack, const W: usize>(
 /// Expands a validated stream into `page` (`4 * W` bytes), with every dictionary entry
 /// starting at `preload`: the scalar reference, branch-free per word, except that with
 /// `SKIP` zero words are written with a branch and nothing else (see [`decompress`]).
+#[inline]
 pub(crate) fn expand<const W: usize, const SKIP: bool>(
     v: Validated<'_>,
     s: &Scratch<W>,
@@ -297,6 +298,7 @@ pub(crate) const DUMP_ENTRY: u8 = 16;
 pub(crate) const KEEP: [u32; 4] = [0, !LOW_MASK, 0, u32::MAX];
 
 /// Decodes the sparse form (word 0 is the magic) into `page`.
+#[inline]
 pub(crate) fn expand_sparse(input: &[u8], page: &mut [u8]) -> Result<(), DecompressError> {
     let entries = &input[4..];
     if entries.len() % SPARSE_ENTRY_BYTES != 0 {
@@ -354,6 +356,7 @@ pub(crate) unsafe fn decompress_with<U: Unpack, const W: usize>(
 }
 
 /// The whole scalar decompressor.
+#[inline]
 pub(crate) fn decompress<const W: usize>(
     input: &[u8],
     s: &mut Scratch<W>,

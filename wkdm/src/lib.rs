@@ -266,6 +266,7 @@ impl<const WORDS: usize> WkdmCodec<WORDS> {
     ///
     /// [`CompressError::Incompressible`] when the stream does not fit in `out`, breaks the
     /// XNU limit (if set), or the early abort gives up.
+    #[inline]
     pub fn compress_page<const N: usize>(
         &mut self,
         page: &[u8; N],
@@ -276,6 +277,7 @@ impl<const WORDS: usize> WkdmCodec<WORDS> {
     }
 
     /// Runs the compressor of `self.isa`.
+    #[inline]
     fn compress_on_path(
         &mut self,
         page: &[u8],
@@ -306,6 +308,7 @@ impl<const WORDS: usize> WkdmCodec<WORDS> {
     /// The dictionary replay and the classify kernel of `self.isa`; `None` for the scalar
     /// compressor.
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    #[inline]
     fn simd_passes(&self) -> Option<(pipeline::Replay<WORDS>, pipeline::Kernel<WORDS>)> {
         let scalar_replay: pipeline::Replay<WORDS> = pipeline::recurrence::<WORDS>;
         match self.isa {
@@ -333,6 +336,7 @@ impl<const WORDS: usize> WkdmCodec<WORDS> {
     /// announces, [`DecompressError::TrailingInput`] when it is longer, and
     /// [`DecompressError::Corrupt`] when offsets, counts or padding are inconsistent. The
     /// whole stream is validated before the page is written.
+    #[inline]
     pub fn decompress_page<const N: usize>(
         &mut self,
         input: &[u8],
@@ -394,6 +398,7 @@ impl PageCodec for WkdmCodec<PAGE_WORDS> {
         Self::MAX_COMPRESSED_LEN
     }
 
+    #[inline]
     fn compress(&mut self, page: &Page, out: &mut [u8]) -> Result<usize, CompressError> {
         match self.compress_on_path(page.as_bytes(), out, false)? {
             Compressed::Stream(n) => Ok(n),
@@ -402,6 +407,7 @@ impl PageCodec for WkdmCodec<PAGE_WORDS> {
         }
     }
 
+    #[inline]
     fn decompress(&mut self, input: &[u8], page: &mut Page) -> Result<(), DecompressError> {
         self.decompress_page(input, page.as_bytes_mut())
     }

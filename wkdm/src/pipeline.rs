@@ -29,6 +29,7 @@ use crate::{CompressOptions, Compressed};
 /// (11%) than storing zero words into a dummy entry (SPEC.md section 4): the branch
 /// follows regular patterns (the zero upper halves of small 64-bit values) and predicts
 /// well, and each skipped word saves three stores and a dictionary load.
+#[inline]
 pub(crate) fn recurrence<const W: usize>(
     page: &[u8],
     prev: &mut [u32; W],
@@ -76,6 +77,7 @@ pub(crate) enum KernelResult {
 /// The two-pass compressor around `replay`, which fills `s.prev` and `s.slots` (see
 /// [`recurrence`]), and `kernel`, which classifies `s.prev` against the page and writes the
 /// packed tags (into `s.tags`), misses, indices and low bits.
+#[inline]
 pub(crate) fn compress<const W: usize>(
     page: &[u8],
     s: &mut Scratch<W>,

@@ -21,17 +21,20 @@ impl<T: Copy, const W: usize> Padded<T, W> {
 
     /// A pointer to item 0 valid for reads of `W + SLACK` items.
     #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
+    #[inline]
     pub(crate) fn as_ptr(&self) -> *const T {
         (self as *const Self).cast::<T>()
     }
 
     /// A pointer to item 0 valid for writes of `W + SLACK` items (it is derived from the
     /// whole struct, whose two arrays are contiguous).
+    #[inline]
     pub(crate) fn as_mut_ptr(&mut self) -> *mut T {
         (self as *mut Self).cast::<T>()
     }
 
     /// All `W + SLACK` items, the slack included.
+    #[inline]
     pub(crate) fn with_slack_mut(&mut self) -> &mut [T] {
         let items = W + SLACK;
         // SAFETY: `repr(C)` lays out `items` and `slack` contiguously with no padding (same
@@ -42,12 +45,14 @@ impl<T: Copy, const W: usize> Padded<T, W> {
 
 impl<T: Copy, const W: usize> Deref for Padded<T, W> {
     type Target = [T; W];
+    #[inline]
     fn deref(&self) -> &[T; W] {
         &self.items
     }
 }
 
 impl<T: Copy, const W: usize> DerefMut for Padded<T, W> {
+    #[inline]
     fn deref_mut(&mut self) -> &mut [T; W] {
         &mut self.items
     }
