@@ -1,8 +1,9 @@
 //! Arbitrary pages, budgets and options through the WKdm compressor on every available
 //! path (scalar, SSE4.1, AVX2): every path gives the same verdict and bytes; a stream fits
 //! the budget and decodes to the page; zero / single-value reports are true; with early
-//! abort off, no XNU limit and the worst-case budget the page is never refused. Also the
-//! `PageCodec` implementation (`check_page_codec`).
+//! abort off, no XNU limit and the worst-case budget the page is never refused; any XNU
+//! limit (past any stream length: the same as none) is safe. Also the `PageCodec`
+//! implementation (`check_page_codec`).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -10,6 +11,14 @@ use pagecodec_fuzz::{PageRecipe, check_page_codec};
 use wkdm::{CompressOptions, Compressed, Isa, Wkdm, WkdmCodec};
 
 fn check<const WORDS: usize, const N: usize>(page: &[u8; N], options: CompressOptions, budget: usize) {
+    if options.limit().is_some_and(|limit| limit > 2 * N) {
+        let (mut a, mut b) = (vec![0u8; budget], vec![0u8; budget]);
+        let limited = WkdmCodec::<WORDS>::new().with_options(options).compress_page(page, &mut a);
+        let unlimited =
+            WkdmCodec::<WORDS>::new().with_options(options.xnu_limit(None)).compress_page(page, &mut b);
+        assert_eq!(limited, unlimited, "a limit past any stream must act as no limit");
+        assert!(a == b, "a limit past any stream changed the bytes");
+    }
     let mut reference: Option<(Result<Compressed, pagecodec::CompressError>, Vec<u8>)> = None;
     for path in Isa::available() {
         let mut codec = WkdmCodec::<WORDS>::new().with_isa(path).unwrap().with_options(options);
@@ -55,19 +64,30 @@ fn check<const WORDS: usize, const N: usize>(page: &[u8; N], options: CompressOp
     }
 }
 
-fuzz_target!(|input: (PageRecipe, PageRecipe, u8, u16)| {
-    let (a, b, flags, budget) = input;
+/// The XNU limit to emulate: none, XNU's own for the page size, any value near the page
+/// size (where the rules bite), or any value at all (where they must not overflow).
+fn limit(flags: u8, raw: u64, xnu: usize) -> Option<usize> {
+    match (flags >> 4) & 3 {
+        0 => None,
+        1 => Some(xnu),
+        2 => Some((raw % (2 * xnu as u64 + 64)) as usize),
+        _ => Some(raw as usize),
+    }
+}
+
+fuzz_target!(|input: (PageRecipe, PageRecipe, u8, u16, u64)| {
+    let (a, b, flags, budget, raw_limit) = input;
     let early_abort = flags & 1 != 0;
     let (a, b) = (a.page(), b.page());
     if flags & 8 == 0 {
-        let limit = (flags & 2 != 0).then_some(wkdm::XNU_LIMIT_4K);
+        let limit = limit(flags, raw_limit, wkdm::XNU_LIMIT_4K);
         let options = CompressOptions::new().early_abort(early_abort).xnu_limit(limit);
         let max = Wkdm::MAX_COMPRESSED_LEN;
         let room = if flags & 4 != 0 { max } else { usize::from(budget) % (max + 1) };
         check::<1024, 4096>(a.as_bytes(), options, room);
         check_page_codec(&mut Wkdm::default().with_options(options), &a, budget, false);
     } else {
-        let limit = (flags & 2 != 0).then_some(16384 - 4);
+        let limit = limit(flags, raw_limit, 16384 - 4);
         let options = CompressOptions::new().early_abort(early_abort).xnu_limit(limit);
         let max = WkdmCodec::<4096>::MAX_COMPRESSED_LEN;
         let room = if flags & 4 != 0 { max } else { usize::from(budget) % (max + 1) * 4 % (max + 1) };
