@@ -53,6 +53,8 @@ mod timing;
 
 #[cfg(feature = "std")]
 mod sharded;
+#[cfg(feature = "std")]
+mod sync;
 
 pub use codec::{EntryCodec, Hybrid};
 pub use error::{LoadError, StoreError};

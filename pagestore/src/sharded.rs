@@ -3,10 +3,9 @@
 extern crate std;
 
 use alloc::boxed::Box;
-use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::sync::atomic::AtomicU64;
-use std::sync::{Mutex, MutexGuard};
+
+use crate::sync::{Arc, AtomicU64, Mutex, MutexGuard};
 
 use pagecodec::{PAGE_SIZE, Page};
 use xvmalloc::{CompactReport, HeapSource, PageSource};

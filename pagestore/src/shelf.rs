@@ -53,7 +53,7 @@ pub(crate) enum Budget {
     #[cfg(feature = "std")]
     Shared {
         limit: u64,
-        held: alloc::sync::Arc<core::sync::atomic::AtomicU64>,
+        held: crate::sync::Arc<crate::sync::AtomicU64>,
     },
 }
 
@@ -94,7 +94,7 @@ impl<C: core::ops::DerefMut<Target = [u8]>> core::ops::DerefMut for Accounted<C>
 /// panics in `acquire` leaves the budget as it found it.
 #[cfg(feature = "std")]
 struct Charge<'a> {
-    held: &'a core::sync::atomic::AtomicU64,
+    held: &'a crate::sync::AtomicU64,
     size: u64,
 }
 
