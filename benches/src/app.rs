@@ -603,7 +603,9 @@ pub fn store(opts: &StoreOptions) -> Result<Vec<crate::storebench::StoreRow>, An
     }
     log.line(format!(
         "ratio = input / output over the pages the codec saw; used/orig = mem_used_total / orig_data_size; \
-         store/load = TSC ticks per call (median, p99, max), every page verified; load average: {}",
+         store/load = TSC ticks per call (median, p99, max), every page verified; codec c+d = the bare codec's \
+         compress (store's budget) + decompress medians on the same pages in the same loops; overhead = mean over \
+         pages of (store + load) - (compress + decompress), ovh% = its share of the codec's mean; load average: {}",
         format_load(timing::load_average())
     ));
     if opts.json {
