@@ -603,13 +603,121 @@ pub fn store(opts: &StoreOptions) -> Result<Vec<crate::storebench::StoreRow>, An
     }
     log.line(format!(
         "ratio = input / output over the pages the codec saw; used/orig = mem_used_total / orig_data_size; \
-         store/load = TSC ticks per call (median, p99, max), every page verified; load average: {}",
+         store/load = TSC ticks per call (median, p99, max), every page verified; codec c+d = the bare codec's \
+         compress (store's budget) + decompress medians on the same pages in the same loops; overhead = mean over \
+         pages of (store + load) - (compress + decompress), ovh% = its share of the codec's mean; load average: {}",
         format_load(timing::load_average())
     ));
     if opts.json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
     }
     Ok(rows)
+}
+
+/// Options of `zram`.
+#[derive(Clone, Debug)]
+pub struct ZramOptions {
+    /// Page files (default: capture a child workload).
+    pub corpus_files: Vec<PathBuf>,
+    /// Kernel codec names to compare (all the kernel offers when empty).
+    pub codecs: Vec<String>,
+    /// Scales to run, in order.
+    pub scales: Vec<crate::zram::Scale>,
+    /// JSON on stdout.
+    pub json: bool,
+}
+
+/// `zram`: the kernel's zram and `pagestore` on the same pages, per codec and scale.
+///
+/// # Errors
+///
+/// No root, no zram, a kernel refusing a codec or size, an unknown codec, a page read
+/// back wrong, Ctrl-C; every device created is reset and removed first.
+pub fn zram(opts: &ZramOptions) -> Result<Vec<crate::zram::ScaleReport>, AnyError> {
+    use crate::zram::{self as z, ZramError, ZramPaths};
+    let log = Log::new(opts.json);
+    let timer = Timer::new();
+    log.line(Machine::collect(&timer).describe());
+    let paths = ZramPaths::default();
+    z::check_environment(&paths)?;
+    if let Some(bad) = opts.codecs.iter().find(|c| !z::KERNEL_CODECS.contains(&c.as_str())) {
+        return Err(format!("unknown zram codec {bad:?}; known: {}", z::KERNEL_CODECS.join(", ")).into());
+    }
+    z::install_sigint_handler();
+    let offered = z::offered_codecs(&paths)?;
+    let wanted: Vec<String> = if opts.codecs.is_empty() {
+        z::KERNEL_CODECS.iter().map(|s| s.to_string()).collect()
+    } else {
+        opts.codecs.clone()
+    };
+    let selected: Vec<String> = wanted.iter().filter(|c| offered.contains(c)).cloned().collect();
+    log.line(format!(
+        "kernel {} offers: {}; comparing: {}",
+        kernel_release(),
+        offered.join(" "),
+        selected.join(" ")
+    ));
+    for missing in wanted.iter().filter(|c| !offered.contains(c)) {
+        log.line(format!("note: the kernel does not offer {missing}; skipped"));
+    }
+    if selected.is_empty() {
+        return Err(ZramError::NoCodec { offered, wanted }.into());
+    }
+    let huge = z::zsmalloc_huge_class_size(z::ZSMALLOC_CHAIN_SIZE);
+    if offered.iter().any(|c| c == "lzo-rle") {
+        z::probe_huge_threshold(&paths, huge)?;
+        log.line(format!(
+            "huge threshold: zsmalloc (chain {}) gives huge_class_size {huge}; confirmed on this kernel \
+             (a {}-byte lzo-rle stream is not huge, a {huge}-byte one is); the store keeps streams of <= {} bytes",
+            z::ZSMALLOC_CHAIN_SIZE,
+            huge - 1,
+            huge - 1
+        ));
+    } else {
+        log.line(format!(
+            "huge threshold: {huge} from zsmalloc's rules (no lzo-rle to confirm it on this kernel)"
+        ));
+    }
+    let mut pages = Vec::new();
+    for corpus in real_pages(&opts.corpus_files, &log)? {
+        log.line(format!("pages: {} ({} pages) {}", corpus.name, corpus.pages.len(), corpus.origin));
+        pages.extend(corpus.pages);
+    }
+    if pages.is_empty() {
+        return Err("the corpus has no pages".into());
+    }
+    let mut reports = Vec::new();
+    for scale in &opts.scales {
+        let count = scale.count(pages.len());
+        let mut rows = Vec::new();
+        for codec in &selected {
+            rows.push(z::run_zram(&paths, codec, &pages, count)?);
+            rows.push(z::run_store(codec, &pages, count, huge)?);
+        }
+        let report = z::ScaleReport { scale: scale.name(), pages: count, huge_class_size: huge, rows };
+        log.line(format!(
+            "scale {}: {count} pages ({} MiB), every page read back and compared",
+            report.scale,
+            count / 256
+        ));
+        log.line(z::table(&report));
+        reports.push(report);
+    }
+    log.line(
+        "used/orig = mem_used_total / orig_data_size; meta B/pg = bytes per stored page outside mem_used_total \
+         (zram: its 16-byte table entry; pagestore: heap growth while storing minus mem_used_total); \
+         times per 4 KiB page: zram = pwrite/pread O_DIRECT syscall, pagestore = store/load call",
+    );
+    if opts.json {
+        println!("{}", serde_json::to_string_pretty(&reports)?);
+    }
+    Ok(reports)
+}
+
+/// `uname -r`.
+fn kernel_release() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map_or_else(|_| "(unknown)".into(), |s| s.trim().into())
 }
 
 /// Reads page files into corpora (helper for commands that take `--corpus`).

@@ -105,7 +105,12 @@ pub fn ours() -> Vec<Box<dyn PageCodec>> {
         Box::new(lzokit::Lzo1x::default()),
         Box::new(lzokit::LzoRle::default()),
         Box::new(HybridCodec::default()),
+        // The store codecs of `pagecodec-adapters`: `lz4-page` (lz4_flex block format) and
+        // `zstd` (C zstd, level 3, as zram's zstd); the peers below are the same libraries
+        // as a user would call them directly.
+        Box::new(pagecodec_adapters::Lz4::new()),
     ]);
+    codecs.extend(pagecodec_adapters::Zstd::new().ok().map(|c| Box::new(c) as Box<dyn PageCodec>));
     codecs
 }
 
@@ -154,6 +159,7 @@ mod tests {
         assert_eq!(select(&[]).unwrap().len(), names.len());
         assert!(select(&["nope".into()]).err().is_some_and(|e| e.contains("known: raw")));
         assert!(by_name("zstd-1").is_some());
+        assert!(by_name("lz4-page").is_some() && by_name("zstd").is_some());
     }
 
     #[test]

@@ -43,3 +43,4 @@ pub mod report;
 pub mod simulate;
 pub mod storebench;
 pub mod timing;
+pub mod zram;

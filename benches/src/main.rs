@@ -9,6 +9,11 @@ use pagebench::app::{self, CaptureOptions, RunOptions};
 use pagebench::capture::HeapWorkload;
 use pagebench::measure::Order;
 
+// Counts live heap bytes so `zram` can measure the store's metadata; two relaxed atomic
+// adds per allocation, and no measured codec loop allocates.
+#[global_allocator]
+static HEAP: pagebench::zram::CountingAlloc = pagebench::zram::CountingAlloc;
+
 /// Capture real memory pages and compare page compressors on them, cycle-accurately.
 ///
 /// With no command: capture a child workload's heap, generate the seed workloads' pages
@@ -34,6 +39,14 @@ enum Command {
     Simulate(SimulateArgs),
     /// Real pages through the page store: ratio, memory used, store+load ticks per codec.
     Store(StoreArgs),
+    /// The kernel's zram against pagestore on the same pages, per kernel codec (root).
+    ///
+    /// Hot-adds a zram device of its own per codec (never an existing one), writes the
+    /// pages with O_DIRECT, reads mm_stat, reads every page back, then resets and removes
+    /// the device. Store twins: lzo-rle -> lzokit LzoRle, lzo -> lzokit's kernel LZO1X-1
+    /// compressor, lz4 -> lz4_flex (pagecodec-adapters, different bytes from the kernel's
+    /// C LZ4), zstd -> C zstd level 3 (pagecodec-adapters).
+    Zram(ZramArgs),
     /// The built-in heap workload the default run captures when no python3/node exists.
     #[command(hide = true)]
     HeapWorkload {
@@ -161,6 +174,23 @@ struct StoreArgs {
     json: bool,
 }
 
+#[derive(Args, Debug)]
+struct ZramArgs {
+    /// Page files (default: capture a child workload).
+    #[arg(long, num_args = 1.., value_name = "FILE")]
+    corpus: Vec<PathBuf>,
+    /// Kernel codecs to compare (default: every one of lzo-rle, lzo, lz4, zstd the kernel offers).
+    #[arg(long, value_delimiter = ',')]
+    codec: Vec<String>,
+    /// Scales: `captured` (the corpus as is), or a page count (`32k` = 32 Ki pages), the
+    /// corpus repeated to it.
+    #[arg(long, value_delimiter = ',', default_value = "captured", value_parser = pagebench::zram::Scale::parse)]
+    scale: Vec<pagebench::zram::Scale>,
+    /// JSON on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
 impl RunArgs {
     fn options(&self) -> RunOptions {
         RunOptions {
@@ -215,6 +245,13 @@ fn main() -> ExitCode {
             corpus_files: a.corpus,
             codecs: a.codec,
             max_pages: a.max_pages,
+            json: a.json,
+        })
+        .map(drop),
+        Some(Command::Zram(a)) => app::zram(&app::ZramOptions {
+            corpus_files: a.corpus,
+            codecs: a.codec,
+            scales: a.scale,
             json: a.json,
         })
         .map(drop),

@@ -6,6 +6,11 @@
 //! through the codec, `mem_used_total / orig_data_size` (what the memory actually costs,
 //! allocator overhead and same-filled pages included), and fenced TSC ticks per `store` and
 //! per `load` call (the whole call: same-filled check, compression, allocation, copy).
+//!
+//! Beside each store, the bare codec runs on the same pages in the same loops (compress
+//! with the store's budget next to the store call, decompress its own stream next to the
+//! load call, each first on every other page), so the store's own cost is (store + load) minus (compress +
+//! decompress) on the same pages, measured under the same conditions.
 
 use pagecodec::{Page, PageCodec};
 use pagestore::{EntryCodec, LoadError, PageStore, StoreError};
@@ -51,6 +56,17 @@ pub fn store_for(name: &str) -> Option<Box<dyn AnyStore>> {
     Some(Box::new(PageStore::new(codec)))
 }
 
+/// A bare codec's stream of one page and its variant (`None`: the codec refused it).
+type BareStream = (u8, Vec<u8>);
+
+/// The bare codec behind `store_for(name)`, as the store calls it (variant included).
+fn bare_for(name: &str) -> Option<Box<dyn EntryCodec>> {
+    if name == "hybrid" {
+        return Some(Box::new(crate::codecs::hybrid()));
+    }
+    Some(Box::new(crate::codecs::by_name(name)?))
+}
+
 /// One codec's figures.
 #[derive(Clone, Debug, Serialize)]
 pub struct StoreRow {
@@ -68,6 +84,16 @@ pub struct StoreRow {
     pub load_ticks: TickStats,
     /// Median store + median load ticks per page.
     pub store_load_median: u64,
+    /// Ticks per bare `compress` with the store's budget, same pages, same loop.
+    pub compress_ticks: TickStats,
+    /// Ticks per bare `decompress` of that stream (0 for pages it refused).
+    pub decompress_ticks: TickStats,
+    /// Median compress + median decompress ticks per page.
+    pub codec_median: u64,
+    /// Mean over pages of (store + load) minus (compress + decompress), in ticks.
+    pub overhead_mean: f64,
+    /// That mean over the mean of (compress + decompress), in percent.
+    pub overhead_percent: f64,
     /// The store's own table (sizes, codec timings, mm_stat).
     pub table: StoreTable,
 }
@@ -82,18 +108,55 @@ pub fn bench_stores(timer: &Timer, names: &[String], pages: &[Page]) -> Result<V
         .iter()
         .map(|n| store_for(n).ok_or_else(|| format!("unknown codec {n:?} (try hybrid, wkdm, lzo-rle, ...)")))
         .collect::<Result<Vec<_>, _>>()?;
+    let mut bare = names
+        .iter()
+        .map(|n| bare_for(n).ok_or_else(|| format!("unknown codec {n:?}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let budget = pagestore::StoreConfig::default().huge_threshold;
+    let mut out = vec![0u8; budget];
+    let mut streams: Vec<Vec<Option<BareStream>>> = vec![Vec::with_capacity(pages.len()); stores.len()];
     let mut store_ticks = vec![Vec::with_capacity(pages.len()); stores.len()];
     let mut load_ticks = vec![Vec::with_capacity(pages.len()); stores.len()];
+    let mut compress_ticks = vec![Vec::with_capacity(pages.len()); stores.len()];
+    let mut decompress_ticks = vec![Vec::with_capacity(pages.len()); stores.len()];
     for (i, page) in pages.iter().enumerate() {
         for (s, store) in stores.iter_mut().enumerate() {
+            // Whichever goes first meets the page cold in the cache: alternate.
+            let mut bare_compress = || {
+                let (t, r) = timer.time(|| bare[s].compress(page, &mut out));
+                compress_ticks[s].push(t);
+                streams[s].push(r.ok().map(|(n, variant)| (variant, out[..n].to_vec())));
+            };
+            if i % 2 == 1 {
+                bare_compress();
+            }
             let (t, r) = timer.time(|| store.store(i as u64, page));
             r.map_err(|e| format!("{}: store of page {i} failed: {e}", store.codec_name()))?;
             store_ticks[s].push(t);
+            if i % 2 == 0 {
+                bare_compress();
+            }
         }
     }
     let mut back = Page::zeroed();
     for (i, page) in pages.iter().enumerate() {
         for (s, store) in stores.iter_mut().enumerate() {
+            let name = store.codec_name();
+            let mut bare_decompress = |back: &mut Page| -> Result<(), String> {
+                let t = match &streams[s][i] {
+                    Some((variant, stream)) => {
+                        let (t, r) = timer.time(|| bare[s].decompress(*variant, stream, back));
+                        r.map_err(|e| format!("{name}: bare decompress of page {i}: {e}"))?;
+                        t
+                    }
+                    None => 0,
+                };
+                decompress_ticks[s].push(t);
+                Ok(())
+            };
+            if i % 2 == 1 {
+                bare_decompress(&mut back)?;
+            }
             back.as_bytes_mut().fill(0xA5);
             let (t, r) = timer.time(|| store.load(i as u64, &mut back));
             r.map_err(|e| format!("{}: LOST PAGE {i}: {e}", store.codec_name()))?;
@@ -101,30 +164,47 @@ pub fn bench_stores(timer: &Timer, names: &[String], pages: &[Page]) -> Result<V
                 return Err(format!("{}: CORRUPTED PAGE {i}: loaded bytes differ", store.codec_name()));
             }
             load_ticks[s].push(t);
+            if i % 2 == 0 {
+                bare_decompress(&mut back)?;
+            }
         }
     }
-    Ok(stores
-        .iter()
-        .zip(store_ticks.iter_mut().zip(load_ticks.iter_mut()))
-        .map(|(store, (st, lt))| {
-            let table = store.table();
-            let (st, lt) = (TickStats::from_ticks(st), TickStats::from_ticks(lt));
-            StoreRow {
-                codec: store.codec_name().to_string(),
-                pages: pages.len(),
-                ratio: table.ratio,
-                mem_used_fraction: if table.orig_data_size == 0 {
-                    0.0
-                } else {
-                    table.mem_used_total as f64 / table.orig_data_size as f64
-                },
-                store_load_median: st.median + lt.median,
-                store_ticks: st,
-                load_ticks: lt,
-                table,
-            }
-        })
-        .collect())
+    let sum = |v: &[u64]| v.iter().map(|&t| t as f64).sum::<f64>();
+    let mut rows = Vec::new();
+    for (s, store) in stores.iter().enumerate() {
+        let table = store.table();
+        let with_store = sum(&store_ticks[s]) + sum(&load_ticks[s]);
+        let bare_codec = sum(&compress_ticks[s]) + sum(&decompress_ticks[s]);
+        let n = pages.len().max(1) as f64;
+        let st = TickStats::from_ticks(&mut store_ticks[s]);
+        let lt = TickStats::from_ticks(&mut load_ticks[s]);
+        let ct = TickStats::from_ticks(&mut compress_ticks[s]);
+        let dt = TickStats::from_ticks(&mut decompress_ticks[s]);
+        rows.push(StoreRow {
+            codec: store.codec_name().to_string(),
+            pages: pages.len(),
+            ratio: table.ratio,
+            mem_used_fraction: if table.orig_data_size == 0 {
+                0.0
+            } else {
+                table.mem_used_total as f64 / table.orig_data_size as f64
+            },
+            store_load_median: st.median + lt.median,
+            store_ticks: st,
+            load_ticks: lt,
+            codec_median: ct.median + dt.median,
+            compress_ticks: ct,
+            decompress_ticks: dt,
+            overhead_mean: (with_store - bare_codec) / n,
+            overhead_percent: if bare_codec > 0.0 {
+                100.0 * (with_store - bare_codec) / bare_codec
+            } else {
+                0.0
+            },
+            table,
+        });
+    }
+    Ok(rows)
 }
 
 /// The summary table.
@@ -133,7 +213,7 @@ pub fn table(rows: &[StoreRow], timer: &Timer) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{:<9} {:>6} | {:>6} {:>9} | {:>7} {:>7} {:>8} | {:>7} {:>7} {:>8} | {:>10} {:>7} | {:>5} {:>5} {:>11}",
+        "{:<9} {:>6} | {:>6} {:>9} | {:>7} {:>7} {:>8} | {:>7} {:>7} {:>8} | {:>10} {:>7} | {:>9} {:>9} {:>6} | {:>5} {:>5} {:>11}",
         "codec",
         "pages",
         "ratio",
@@ -146,6 +226,9 @@ pub fn table(rows: &[StoreRow], timer: &Timer) -> String {
         "max",
         "store+load",
         "ns",
+        "codec c+d",
+        "overhead",
+        "ovh%",
         "same",
         "huge",
         "variants"
@@ -153,7 +236,7 @@ pub fn table(rows: &[StoreRow], timer: &Timer) -> String {
     for r in rows {
         let _ = writeln!(
             s,
-            "{:<9} {:>6} | {:>5.2}x {:>8.1}% | {:>7} {:>7} {:>8} | {:>7} {:>7} {:>8} | {:>10} {:>7.0} | {:>5} {:>5} {:>5}/{:<5}",
+            "{:<9} {:>6} | {:>5.2}x {:>8.1}% | {:>7} {:>7} {:>8} | {:>7} {:>7} {:>8} | {:>10} {:>7.0} | {:>9} {:>9.0} {:>5.1}% | {:>5} {:>5} {:>5}/{:<5}",
             r.codec,
             r.pages,
             r.ratio,
@@ -166,6 +249,9 @@ pub fn table(rows: &[StoreRow], timer: &Timer) -> String {
             r.load_ticks.max,
             r.store_load_median,
             timer.ns(r.store_load_median as f64),
+            r.codec_median,
+            r.overhead_mean,
+            r.overhead_percent,
             r.table.same_pages,
             r.table.huge_pages,
             r.table.by_variant[0],
@@ -191,6 +277,7 @@ mod tests {
         assert_eq!(rows.len(), 4);
         for r in &rows {
             assert_eq!(r.store_ticks.count, pages.len());
+            assert_eq!((r.compress_ticks.count, r.decompress_ticks.count), (pages.len(), pages.len()));
             assert_eq!(r.table.orig_data_size, (pages.len() * 4096) as u64);
             assert!(r.mem_used_fraction > 0.0 && r.mem_used_fraction < 1.5, "{r:?}");
         }
