@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use pagecodec::{CompressError, DecompressError, PAGE_SIZE, Page, PageCodec};
+use pagecodec::{PAGE_SIZE, Page, PageCodec};
 use pagestore::{PageStore, StoreConfig};
 use serde::Serialize;
 
@@ -274,36 +274,11 @@ fn zspage_chain(size: usize, chain: usize) -> usize {
     best.1
 }
 
-/// The lzokit compressor that writes the kernel's plain LZO1X-1 bytes (zram's `lzo`).
-#[derive(Default)]
-pub struct KernelLzo {
-    compressor: lzokit::Compressor,
-}
-
-impl PageCodec for KernelLzo {
-    fn name(&self) -> &'static str {
-        "lzo-kernel"
-    }
-    fn max_compressed_len(&self) -> usize {
-        lzokit::worst_case_len(PAGE_SIZE)
-    }
-    fn compress(&mut self, page: &Page, out: &mut [u8]) -> Result<usize, CompressError> {
-        self.compressor.compress(page.as_bytes(), out)
-    }
-    fn decompress(&mut self, input: &[u8], page: &mut Page) -> Result<(), DecompressError> {
-        match lzokit::decompress(input, page.as_bytes_mut()) {
-            Ok(PAGE_SIZE) => Ok(()),
-            Ok(_) => Err(DecompressError::WrongLength),
-            Err(e) => Err(e.into()),
-        }
-    }
-}
-
 /// The store codec matching a kernel codec (`None` for kernel codecs we have no twin of).
 pub fn store_codec(kernel: &str) -> Option<Box<dyn PageCodec + Send>> {
     match kernel {
         "lzo-rle" => Some(Box::new(lzokit::LzoRle::default())),
-        "lzo" => Some(Box::new(KernelLzo::default())),
+        "lzo" => Some(Box::new(lzokit::Lzo1xKernel::default())),
         "lz4" => Some(Box::new(pagecodec_adapters::Lz4::new())),
         // zram's zstd backend uses zstd's default level, 3, as the adapter does.
         "zstd" => pagecodec_adapters::Zstd::new().ok().map(|c| Box::new(c) as Box<dyn PageCodec + Send>),

@@ -6,7 +6,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use lzokit::{DecompressError, decompress};
+use lzokit::{StreamError, decompress};
 
 fuzz_target!(|data: &[u8]| {
     if data.len() < 2 {
@@ -28,7 +28,7 @@ fuzz_target!(|data: &[u8]| {
         if n > 0 {
             assert_eq!(
                 decompress(stream, &mut exact[..n - 1]),
-                Err(DecompressError::OutputOverrun),
+                Err(StreamError::OutputOverrun),
                 "a buffer one byte short must be OutputOverrun"
             );
         }

@@ -2,7 +2,7 @@
 //! round-trip property (plain and RLE run the same checks).
 
 use arbitrary::Arbitrary;
-use lzokit::{CompressError, Compressor, DecompressError, decompress, worst_case_len};
+use lzokit::{CompressError, KernelCompressor, StreamError, decompress, max_compressed_len};
 use pagecodec::testing::{PageClass, generate};
 use pagecodec::{PAGE_SIZE, PAGE_WORDS, Page};
 
@@ -111,7 +111,7 @@ pub fn c_decompress_safe(src: &[u8], capacity: usize) -> (i32, Vec<u8>) {
 }
 
 /// liblzo2's code for one of our results.
-pub fn lzo_code(result: &Result<usize, DecompressError>) -> i32 {
+pub fn lzo_code(result: &Result<usize, StreamError>) -> i32 {
     match result {
         Ok(_) => 0,
         Err(e) => e.code(),
@@ -142,12 +142,12 @@ pub struct LzoInput {
 pub fn check_lzo_round_trip(input: &LzoInput, rle: bool) {
     let reps = 1 + usize::from(input.reps & 15);
     let src: Vec<u8> = input.data.iter().copied().cycle().take(input.data.len() * reps).collect();
-    let mut compressor = Compressor::new();
-    let compress = |c: &mut Compressor, dst: &mut [u8]| {
+    let mut compressor = KernelCompressor::new();
+    let compress = |c: &mut KernelCompressor, dst: &mut [u8]| {
         if rle { c.compress_rle(&src, dst) } else { c.compress(&src, dst) }
     };
 
-    let worst = worst_case_len(src.len());
+    let worst = max_compressed_len(src.len());
     let mut full = vec![0u8; worst];
     let n = compress(&mut compressor, &mut full).expect("worst-case budget must always suffice");
     assert!(n <= worst);
@@ -159,7 +159,7 @@ pub fn check_lzo_round_trip(input: &LzoInput, rle: bool) {
     if !src.is_empty() {
         assert_eq!(
             decompress(stream, &mut back[..src.len() - 1]),
-            Err(DecompressError::OutputOverrun),
+            Err(StreamError::OutputOverrun),
             "a too-small output must be an error"
         );
     }

@@ -3,20 +3,20 @@
 use core::fmt;
 
 /// Why a stream could not be decompressed. The variants mirror liblzo2's error codes
-/// ([`code`](DecompressError::code) gives the number), so code ported from C keeps its
+/// ([`code`](StreamError::code) gives the number), so code ported from C keeps its
 /// meaning.
 ///
 /// ```
-/// use lzokit::{decompress, DecompressError};
+/// use lzokit::{decompress, StreamError};
 ///
 /// let mut out = [0u8; 16];
 /// // `11 00` is an end marker missing its last byte.
-/// assert_eq!(decompress(&[0x11, 0x00], &mut out), Err(DecompressError::InputOverrun));
-/// assert_eq!(DecompressError::InputOverrun.code(), -4);
+/// assert_eq!(decompress(&[0x11, 0x00], &mut out), Err(StreamError::InputOverrun));
+/// assert_eq!(StreamError::InputOverrun.code(), -4);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum DecompressError {
+pub enum StreamError {
     /// The stream is malformed in a way no other variant names (a length extension so long
     /// that the length would overflow). liblzo2's `LZO_E_ERROR` (-1).
     Error,
@@ -32,48 +32,46 @@ pub enum DecompressError {
     InputNotConsumed,
 }
 
-impl DecompressError {
+impl StreamError {
     /// liblzo2's numeric code for this error (`LZO_E_*`, always negative).
     pub const fn code(self) -> i32 {
         match self {
-            DecompressError::Error => -1,
-            DecompressError::InputOverrun => -4,
-            DecompressError::OutputOverrun => -5,
-            DecompressError::LookbehindOverrun => -6,
-            DecompressError::EofNotFound => -7,
-            DecompressError::InputNotConsumed => -8,
+            StreamError::Error => -1,
+            StreamError::InputOverrun => -4,
+            StreamError::OutputOverrun => -5,
+            StreamError::LookbehindOverrun => -6,
+            StreamError::EofNotFound => -7,
+            StreamError::InputNotConsumed => -8,
         }
     }
 }
 
-impl fmt::Display for DecompressError {
+impl fmt::Display for StreamError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            DecompressError::Error => "malformed LZO stream (length extension overflows)",
-            DecompressError::InputOverrun => "LZO stream is truncated inside an instruction",
-            DecompressError::OutputOverrun => "decompressed data does not fit in the output buffer",
-            DecompressError::LookbehindOverrun => "LZO match reaches before the start of the output",
-            DecompressError::EofNotFound => "LZO stream ends without an end marker",
-            DecompressError::InputNotConsumed => "input left over after the LZO end marker",
+            StreamError::Error => "malformed LZO stream (length extension overflows)",
+            StreamError::InputOverrun => "LZO stream is truncated inside an instruction",
+            StreamError::OutputOverrun => "decompressed data does not fit in the output buffer",
+            StreamError::LookbehindOverrun => "LZO match reaches before the start of the output",
+            StreamError::EofNotFound => "LZO stream ends without an end marker",
+            StreamError::InputNotConsumed => "input left over after the LZO end marker",
         })
     }
 }
 
-impl core::error::Error for DecompressError {}
+impl core::error::Error for StreamError {}
 
-impl From<DecompressError> for pagecodec::DecompressError {
+impl From<StreamError> for pagecodec::DecompressError {
     /// Maps liblzo2's codes onto the family's page-level errors.
-    fn from(e: DecompressError) -> Self {
+    fn from(e: StreamError) -> Self {
         match e {
-            DecompressError::InputOverrun | DecompressError::EofNotFound => {
-                pagecodec::DecompressError::Truncated
-            }
-            DecompressError::OutputOverrun => pagecodec::DecompressError::WrongLength,
-            DecompressError::InputNotConsumed => pagecodec::DecompressError::TrailingInput,
-            DecompressError::LookbehindOverrun => {
+            StreamError::InputOverrun | StreamError::EofNotFound => pagecodec::DecompressError::Truncated,
+            StreamError::OutputOverrun => pagecodec::DecompressError::WrongLength,
+            StreamError::InputNotConsumed => pagecodec::DecompressError::TrailingInput,
+            StreamError::LookbehindOverrun => {
                 pagecodec::DecompressError::corrupt("match reaches before the start of the page")
             }
-            DecompressError::Error => pagecodec::DecompressError::corrupt("length extension overflows"),
+            StreamError::Error => pagecodec::DecompressError::corrupt("length extension overflows"),
         }
     }
 }
@@ -87,12 +85,12 @@ mod tests {
     #[test]
     fn codes_and_messages() {
         let all = [
-            (DecompressError::Error, -1, "overflow"),
-            (DecompressError::InputOverrun, -4, "truncated"),
-            (DecompressError::OutputOverrun, -5, "does not fit"),
-            (DecompressError::LookbehindOverrun, -6, "before the start"),
-            (DecompressError::EofNotFound, -7, "end marker"),
-            (DecompressError::InputNotConsumed, -8, "left over"),
+            (StreamError::Error, -1, "overflow"),
+            (StreamError::InputOverrun, -4, "truncated"),
+            (StreamError::OutputOverrun, -5, "does not fit"),
+            (StreamError::LookbehindOverrun, -6, "before the start"),
+            (StreamError::EofNotFound, -7, "end marker"),
+            (StreamError::InputNotConsumed, -8, "left over"),
         ];
         for (e, code, text) in all {
             assert_eq!(e.code(), code);
@@ -103,11 +101,11 @@ mod tests {
     #[test]
     fn page_errors() {
         use pagecodec::DecompressError as P;
-        assert_eq!(P::from(DecompressError::InputOverrun), P::Truncated);
-        assert_eq!(P::from(DecompressError::EofNotFound), P::Truncated);
-        assert_eq!(P::from(DecompressError::OutputOverrun), P::WrongLength);
-        assert_eq!(P::from(DecompressError::InputNotConsumed), P::TrailingInput);
-        assert!(matches!(P::from(DecompressError::LookbehindOverrun), P::Corrupt { .. }));
-        assert!(matches!(P::from(DecompressError::Error), P::Corrupt { .. }));
+        assert_eq!(P::from(StreamError::InputOverrun), P::Truncated);
+        assert_eq!(P::from(StreamError::EofNotFound), P::Truncated);
+        assert_eq!(P::from(StreamError::OutputOverrun), P::WrongLength);
+        assert_eq!(P::from(StreamError::InputNotConsumed), P::TrailingInput);
+        assert!(matches!(P::from(StreamError::LookbehindOverrun), P::Corrupt { .. }));
+        assert!(matches!(P::from(StreamError::Error), P::Corrupt { .. }));
     }
 }

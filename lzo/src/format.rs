@@ -48,17 +48,17 @@ pub(crate) fn rle_ambiguous(len: usize, m_off: usize) -> bool {
     (m_off & 0x403F) == 0x403F && RLE_AMBIGUOUS_LEN.contains(&len)
 }
 
-/// The largest stream [`Compressor`](crate::Compressor) writes for `n` input bytes, in
+/// The largest stream [`KernelCompressor`](crate::KernelCompressor) writes for `n` input bytes, in
 /// either format (plain LZO1X and LZO-RLE): `n + n/16 + 64 + 3 + 2` bytes, the bound the
 /// Linux kernel uses (`lzo1x_worst_compress`). A budget of this size never fails.
 ///
 /// Saturates at `usize::MAX` instead of overflowing.
 ///
 /// ```
-/// assert_eq!(lzokit::worst_case_len(4096), 4421);
-/// assert_eq!(lzokit::worst_case_len(0), 69);
+/// assert_eq!(lzokit::max_compressed_len(4096), 4421);
+/// assert_eq!(lzokit::max_compressed_len(0), 69);
 /// ```
-pub const fn worst_case_len(n: usize) -> usize {
+pub const fn max_compressed_len(n: usize) -> usize {
     n.saturating_add(n / 16).saturating_add(64 + 3 + 2)
 }
 
@@ -76,8 +76,8 @@ mod tests {
 
     #[test]
     fn worst_case_saturates() {
-        assert_eq!(worst_case_len(usize::MAX), usize::MAX);
-        assert_eq!(worst_case_len(16), 16 + 1 + 69);
+        assert_eq!(max_compressed_len(usize::MAX), usize::MAX);
+        assert_eq!(max_compressed_len(16), 16 + 1 + 69);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 
 mod common;
 
-use lzokit::{Compressor, Lzo1x, decompress, worst_case_len};
+use lzokit::{KernelCompressor, Lzo1x, decompress, max_compressed_len};
 use pagecodec::testing::{PageClass, Rng, generate};
 use pagecodec::{Page, PageCodec};
 
@@ -84,8 +84,8 @@ mod c {
 
 /// Checks both directions on one input.
 fn check_both_ways(input: &[u8], what: &str) {
-    let mut ours = vec![0u8; worst_case_len(input.len())];
-    let n = Compressor::new().compress(input, &mut ours).unwrap();
+    let mut ours = vec![0u8; max_compressed_len(input.len())];
+    let n = KernelCompressor::new().compress(input, &mut ours).unwrap();
     let (code, back) = c::decompress_safe(&ours[..n], input.len());
     assert_eq!(code, 0, "{what}: C rejected our stream");
     assert!(back == input, "{what}: C decoded our stream differently");
@@ -244,8 +244,8 @@ fn captured_corpus_pages_both_ways() {
         let data = std::fs::read(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
         files += 1;
         let (mut ours_total, mut page_codec_total, mut c_total) = (0usize, 0usize, 0usize);
-        let mut out = vec![0u8; worst_case_len(4096)];
-        let mut compressor = Compressor::new();
+        let mut out = vec![0u8; max_compressed_len(4096)];
+        let mut compressor = KernelCompressor::new();
         let mut codec = Lzo1x::default();
         for (i, page) in data.chunks_exact(4096).enumerate().step_by(16) {
             let what = format!("{} page {i}", path.display());
@@ -271,8 +271,8 @@ fn liblzo2_rejects_lzo_rle_streams_we_read() {
     // header as an M4 instruction and fails, while we decode the stream exactly.
     for class in [PageClass::Zero, PageClass::Sparse, PageClass::Mixed, PageClass::Text] {
         let page = generate(class, 1);
-        let mut stream = vec![0u8; worst_case_len(4096)];
-        let n = Compressor::new().compress_rle(page.as_bytes(), &mut stream).unwrap();
+        let mut stream = vec![0u8; max_compressed_len(4096)];
+        let n = KernelCompressor::new().compress_rle(page.as_bytes(), &mut stream).unwrap();
         let (code, _) = c::decompress_safe(&stream[..n], 4096);
         assert_ne!(code, 0, "{class:?}: liblzo2 accepted an LZO-RLE stream");
         let mut back = vec![0u8; 4096];

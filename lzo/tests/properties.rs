@@ -2,7 +2,7 @@
 //! behaviour (never a byte past the budget, success exactly when the stream fits), and
 //! damaged streams (every prefix, bit flips) that never panic.
 
-use lzokit::{Compressor, DecompressError, decompress, worst_case_len};
+use lzokit::{KernelCompressor, StreamError, decompress, max_compressed_len};
 use proptest::prelude::*;
 
 /// Inputs with structure: runs of copies, zeros, literals and text-like bytes, so every
@@ -41,8 +41,8 @@ const fn scaled(n: usize) -> usize {
 }
 
 fn compress(rle: bool, src: &[u8]) -> Vec<u8> {
-    let mut out = vec![0u8; worst_case_len(src.len())];
-    let mut c = Compressor::new();
+    let mut out = vec![0u8; max_compressed_len(src.len())];
+    let mut c = KernelCompressor::new();
     let n = if rle { c.compress_rle(src, &mut out) } else { c.compress(src, &mut out) }.unwrap();
     out.truncate(n);
     out
@@ -54,7 +54,7 @@ proptest! {
     #[test]
     fn round_trips_up_to_64k(src in input(scaled(65536)), rle in any::<bool>()) {
         let stream = compress(rle, &src);
-        prop_assert!(stream.len() <= worst_case_len(src.len()));
+        prop_assert!(stream.len() <= max_compressed_len(src.len()));
         let mut back = vec![0xA5u8; src.len() + 7];
         let n = decompress(&stream, &mut back).unwrap();
         prop_assert_eq!(n, src.len());
@@ -62,14 +62,14 @@ proptest! {
         // Exactly the right output size works too, one byte less does not.
         prop_assert_eq!(decompress(&stream, &mut back[..src.len()]), Ok(src.len()));
         if !src.is_empty() {
-            prop_assert_eq!(decompress(&stream, &mut back[..src.len() - 1]), Err(DecompressError::OutputOverrun));
+            prop_assert_eq!(decompress(&stream, &mut back[..src.len() - 1]), Err(StreamError::OutputOverrun));
         }
     }
 
     #[test]
     fn random_bytes_up_to_64k_round_trip(src in prop::collection::vec(any::<u8>(), 0..=scaled(65536)), rle in any::<bool>()) {
         let stream = compress(rle, &src);
-        prop_assert!(stream.len() <= worst_case_len(src.len()));
+        prop_assert!(stream.len() <= max_compressed_len(src.len()));
         let mut back = vec![0u8; src.len()];
         prop_assert_eq!(decompress(&stream, &mut back), Ok(src.len()));
         prop_assert!(back == src);
@@ -80,7 +80,7 @@ proptest! {
         let full = compress(rle, &src);
         let budget = pick.index(full.len() + 8);
         let mut buf = vec![0xA5u8; budget + 64];
-        let mut c = Compressor::new();
+        let mut c = KernelCompressor::new();
         let r = if rle { c.compress_rle(&src, &mut buf[..budget]) } else { c.compress(&src, &mut buf[..budget]) };
         if budget >= full.len() {
             prop_assert_eq!(r, Ok(full.len()));
@@ -100,7 +100,7 @@ proptest! {
             // Cut inside an instruction or before the end marker. (A 3..4-byte prefix of an
             // LZO-RLE stream is too short for a header, so it reads as other instructions:
             // `11 01 00` is even a valid empty plain stream.)
-            let truncation = matches!(r, Err(DecompressError::InputOverrun | DecompressError::EofNotFound));
+            let truncation = matches!(r, Err(StreamError::InputOverrun | StreamError::EofNotFound));
             prop_assert!(truncation || (rle && len < 5 && matches!(r, Err(_) | Ok(0))), "prefix of {} bytes: {:?}", len, r);
         }
         let mut damaged = stream.clone();

@@ -1,6 +1,6 @@
 //! The page-specialised LZO1X-1 match finder that [`Lzo1x`](crate::Lzo1x) compresses with.
 //!
-//! It writes the same LZO1X bitstream as [`Compressor`](crate::Compressor) (liblzo2 and
+//! It writes the same LZO1X bitstream as [`KernelCompressor`](crate::KernelCompressor) (liblzo2 and
 //! Linux decode it) and scans the page as the kernel does, but it is **not** byte-identical
 //! to the kernel's `lzo1x_1_compress`. Exactly how it differs:
 //!
@@ -14,9 +14,9 @@
 //!    bytes → hash → table entry → candidate bytes → match length → next position.
 //!    Lengthening that chain by 6 cycles made a kernel-like variant 18-20% slower
 //!    (measured), and avoiding the load makes this path 9-12% faster than
-//!    [`Compressor`](crate::Compressor)'s on captured pages. One entry per probe (one load,
+//!    [`KernelCompressor`](crate::KernelCompressor)'s on captured pages. One entry per probe (one load,
 //!    one store) rather than separate words and positions (two of each, 40 KiB) takes
-//!    4-6% off this compressor's ticks on a Zen 3 core (SPEC.md section 5).
+//!    4-6% off this compressor's ticks on a Zen 3 core (docs/perf/lzokit.md).
 //! 2. **No table clear per page.** Entries carry a 4-bit generation (1..=15), so an entry
 //!    written by an earlier call is recognised and treated as empty; the table is cleared
 //!    once every 15 pages. An entry counts only when its generation is the current one, and
@@ -39,18 +39,16 @@
 //!    looked at, and written, only after both recent distances disagree. Such a match
 //!    covers its position, and leaving out its hash, load and store takes 5-8% off this
 //!    compressor's ticks on a Zen 3 core, for streams 0.3% larger (node) or smaller
-//!    (python) (SPEC.md section 5).
+//!    (python) (docs/perf/lzokit.md).
 //! 6. **A match of up to [`LAZY_MAX`] bytes gives way to a longer one a byte later.** Before
 //!    it is written, the two recent distances are tried at the next position, and a match
 //!    there at least [`LAZY_GAIN`] bytes longer is taken instead, with one more literal.
 //!    The decoder's time goes on walking instructions rather than on copying bytes, and on
-//!    the captured corpora this step cuts the instructions per page by 7% (node: 269 to 250)
-//!    to 18% (python: 204 to 168), the decoder's median ticks by 4.5% (main job pages) to
-//!    14% (python), and the streams by 1.3% to 4.7%. The compressor takes 4% (node) to 9%
-//!    (main job pages) more ticks, 2% fewer on python pages, where each lazy match skips
-//!    more bytes; where the core has not learnt the page (sweeps, as a page store sees
-//!    pages) 8% (python) to 28% (main job pages) more, as the choice and the emission after
-//!    it branch on data (SPEC.md section 5, thirtieth session).
+//!    the captured corpora this step cuts the instructions per page and the decoder's ticks,
+//!    and the streams shrink. The compressor takes more ticks (fewer on python pages, where
+//!    each lazy match skips more bytes), most where the core has not learnt the page
+//!    (sweeps, as a page store sees pages), as the choice and the emission after it branch
+//!    on data (docs/perf/lzokit.md).
 //!
 //! Everything else is the kernel's: scanning starts 5 bytes in, a miss steps
 //! `1 + literals / 32` bytes, a hit is written once the lazy step has looked one byte
@@ -58,16 +56,17 @@
 //! it reaches 20 bytes before the page end, the scan continues at the match end, and the
 //! tail is written as the kernel writes it.
 //!
-//! The output budget contract is [`Compressor`](crate::Compressor)'s (the same `Output`
+//! The output budget contract is [`KernelCompressor`](crate::KernelCompressor)'s (the same `Output`
 //! writer): nothing is written past `dst`, and [`CompressError::Incompressible`] is
 //! returned as soon as the next piece of the stream cannot fit. While the budget has room
 //! for the longest step (16 literals and the longest match), a step's literals and match
 //! are written after one check instead of one per piece: on a Zen 3 core that takes 8-11%
-//! off this compressor's ticks (SPEC.md section 5).
+//! off this compressor's ticks (docs/perf/lzokit.md).
 
 use pagecodec::{CompressError, PAGE_SIZE};
 
-use crate::compress::{Output, hash_bits, le64, miss_step};
+use super::kernel::{hash_bits, le64, miss_step};
+use super::output::Output;
 
 /// log2 of the table's entry count.
 const TABLE_BITS: u32 = 12;
@@ -142,7 +141,7 @@ impl PageCompressor {
         // (shift, add, add) lies on the chain from one probe to the next, and `ip` takes the
         // same step, one addition off that chain (deriving `ip` from the literals' start
         // took one instruction more per miss: 0-1% more ticks in a same-process comparison;
-        // SPEC.md section 5).
+        // docs/perf/lzokit.md).
         let mut lits = FIRST_PROBE - 1;
         // The first step below makes both FIRST_PROBE, as the kernel's scan starts.
         let mut ip = lits;
@@ -210,8 +209,8 @@ impl PageCompressor {
                         unsafe { (le64(src, next), [rep0.word_behind(next), rep1.word_behind(next)]) };
                     // The candidate at the match's own distance (when the match came from a
                     // recent distance) is that match less its first byte and never wins; it is
-                    // not skipped by name, as the extra test made compression 1-2% slower with
-                    // the same streams (SPEC.md section 5, thirtieth session).
+                    // not skipped by name, as the extra test made compression slower with the
+                    // same streams (docs/perf/lzokit.md).
                     for (recent, behind) in [rep0, rep1].into_iter().zip(behind) {
                         let diff = word ^ behind;
                         if diff as u32 != 0 {
@@ -329,7 +328,7 @@ mod tests {
 
     use super::*;
     use crate::decompress::{Instruction, first_literals, read_instruction};
-    use crate::{decompress, worst_case_len};
+    use crate::{decompress, max_compressed_len};
 
     /// Every class, 3 seeds each (under Miri 4 classes, 1 seed: it is slow).
     fn pages() -> alloc::vec::Vec<[u8; PAGE_SIZE]> {
@@ -350,8 +349,8 @@ mod tests {
     #[test]
     fn round_trips_every_class_and_ignores_history() {
         let mut warm = PageCompressor::new();
-        let mut out = vec![0u8; worst_case_len(PAGE_SIZE)];
-        let mut fresh_out = vec![0u8; worst_case_len(PAGE_SIZE)];
+        let mut out = vec![0u8; max_compressed_len(PAGE_SIZE)];
+        let mut fresh_out = vec![0u8; max_compressed_len(PAGE_SIZE)];
         // More calls than generations, so the periodic clear is crossed several times.
         for round in 0..if cfg!(miri) { 1 } else { 3 } {
             for (i, page) in pages().iter().enumerate() {
@@ -368,7 +367,7 @@ mod tests {
     #[test]
     fn a_budget_of_exactly_the_stream_length_suffices() {
         let mut c = PageCompressor::new();
-        let mut out = vec![0u8; worst_case_len(PAGE_SIZE)];
+        let mut out = vec![0u8; max_compressed_len(PAGE_SIZE)];
         let mut rng = Rng::new(3);
         let mut pages = pages();
         let mut noise = [0u8; PAGE_SIZE];
@@ -413,7 +412,7 @@ mod tests {
     /// Compresses `page` with a fresh compressor, checks that the stream decodes to it, and
     /// returns the stream's matches ([`matches`]).
     fn round_trip_matches(page: &[u8; PAGE_SIZE]) -> alloc::vec::Vec<(usize, usize, usize)> {
-        let mut out = vec![0u8; worst_case_len(PAGE_SIZE)];
+        let mut out = vec![0u8; max_compressed_len(PAGE_SIZE)];
         let n = PageCompressor::new().compress(page, &mut out).unwrap();
         let mut back = [0u8; PAGE_SIZE];
         assert_eq!(decompress(&out[..n], &mut back), Ok(PAGE_SIZE));
@@ -427,7 +426,7 @@ mod tests {
         // bytes or the candidate's 8, the match stops at the first byte that differs
         // (or, like the kernel's, once it reaches IP_END).
         let mut c = PageCompressor::new();
-        let mut out = vec![0u8; worst_case_len(PAGE_SIZE)];
+        let mut out = vec![0u8; max_compressed_len(PAGE_SIZE)];
         let mut lengths = [0usize; 9];
         for (i, page) in pages().iter().enumerate() {
             let n = c.compress(page, &mut out).unwrap();
@@ -501,7 +500,7 @@ mod tests {
         // entered. Entries may be overwritten by later probes, but none may hold such a
         // position.
         let mut c = PageCompressor::new();
-        let mut out = vec![0u8; worst_case_len(PAGE_SIZE)];
+        let mut out = vec![0u8; max_compressed_len(PAGE_SIZE)];
         let mut checked = 0;
         for (i, page) in pages().iter().enumerate() {
             let n = c.compress(page, &mut out).unwrap();
@@ -530,7 +529,7 @@ mod tests {
         // Page A fills the tables; page B has the same 8-byte words at other positions
         // but different data at A's positions: a stale word must not produce a match.
         let mut c = PageCompressor::new();
-        let mut out = vec![0u8; worst_case_len(PAGE_SIZE)];
+        let mut out = vec![0u8; max_compressed_len(PAGE_SIZE)];
         let a = *generate(PageClass::Mixed, 1).as_bytes();
         let mut b = a;
         b.rotate_left(1000);

@@ -1,49 +1,14 @@
-//! The safe decompressor: every LZO1X instruction form, LZO-RLE zero runs, typed errors.
-//!
-//! [`decompress`] runs the fast decoder (`crate::fast`), which executes the instructions it
-//! can prove safe with wide copies and hands every other case (buffer ends, errors) to the
-//! reference decoder below at an instruction boundary; so both give identical results
-//! (bytes written and error) on every input, which the tests check.
+//! The reference decoder: every LZO1X instruction form and LZO-RLE zero runs, each access
+//! bounds-checked, errors typed as liblzo2 reports them. Safe code only; it is the
+//! specification the fast decoder is tested against, the decoder that finishes every
+//! stream the fast loop hands over, and the whole decoder under `safe-decode`.
 
-use crate::DecompressError;
+use crate::StreamError;
 use crate::format::{M4_MARKER, MIN_ZERO_RUN, VERSION_HEADER, short_match};
 
 /// Most `0x00` bytes a length extension may hold before the length could overflow `usize`
 /// (liblzo2's and the kernel's `MAX_255_COUNT`).
 pub(crate) const MAX_255_COUNT: usize = usize::MAX / 255 - 2;
-
-/// Decompresses an LZO1X stream (plain or LZO-RLE) into `dst`, returning the number of
-/// bytes written.
-///
-/// `dst` may have any size: it must only be large enough for the decompressed data
-/// (otherwise [`DecompressError::OutputOverrun`]). The stream must end with the end marker
-/// and nothing after it. Streams that start with the bitstream-version header (`11 vv`, as
-/// LZO-RLE writes `11 01`) are recognised when at least 5 bytes long, as the Linux kernel
-/// does; any non-zero version enables zero-run tokens.
-///
-/// No input makes it panic, read or write out of bounds or loop forever. Bytes of `dst`
-/// past the returned length are unspecified (the decoder may use them as scratch space).
-///
-/// ```
-/// use lzokit::{decompress, Compressor, DecompressError};
-///
-/// let data = b"abcabcabcabcabcabcabcabcabcabcabcabc and more text, more text";
-/// let mut stream = [0u8; 128];
-/// let n = Compressor::new().compress(data, &mut stream)?;
-/// let mut out = [0u8; 100]; // larger than needed is fine
-/// let len = decompress(&stream[..n], &mut out)?;
-/// assert_eq!(&out[..len], data);
-/// // Too small an output is an error, never a partial success.
-/// assert_eq!(decompress(&stream[..n], &mut out[..10]), Err(DecompressError::OutputOverrun));
-/// # Ok::<(), Box<dyn core::error::Error>>(())
-/// ```
-///
-/// # Errors
-///
-/// A [`DecompressError`] naming what is wrong, as liblzo2's `lzo1x_decompress_safe` would.
-pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<usize, DecompressError> {
-    crate::fast::decompress_fast(src, dst)
-}
 
 /// Where a stream's instructions start and whether zero-run tokens are enabled.
 #[inline]
@@ -52,8 +17,8 @@ pub(crate) fn read_header(src: &[u8]) -> (usize, bool) {
 }
 
 /// The reference decoder: bounds-checked byte by byte, the specification in code.
-#[cfg(test)]
-pub(crate) fn decompress_reference(src: &[u8], dst: &mut [u8]) -> Result<usize, DecompressError> {
+#[cfg(any(test, feature = "safe-decode"))]
+pub(crate) fn decompress_reference(src: &[u8], dst: &mut [u8]) -> Result<usize, StreamError> {
     let (mut ip, rle) = read_header(src);
     let mut op = 0;
     let state = first_literals(src, &mut ip, dst, &mut op)?;
@@ -81,8 +46,8 @@ pub(crate) fn first_literals(
     ip: &mut usize,
     dst: &mut [u8],
     op: &mut usize,
-) -> Result<usize, DecompressError> {
-    let first = *src.get(*ip).ok_or(DecompressError::InputOverrun)?;
+) -> Result<usize, StreamError> {
+    let first = *src.get(*ip).ok_or(StreamError::InputOverrun)?;
     if first <= 17 {
         return Ok(0);
     }
@@ -94,7 +59,7 @@ pub(crate) fn first_literals(
 
 /// Decodes instructions from `at` to the end marker with every access checked.
 #[inline]
-pub(crate) fn decode_from(src: &[u8], dst: &mut [u8], at: Position) -> Result<usize, DecompressError> {
+pub(crate) fn decode_from(src: &[u8], dst: &mut [u8], at: Position) -> Result<usize, StreamError> {
     let Position { mut ip, mut op, mut state, rle } = at;
     loop {
         match read_instruction(src, &mut ip, state, rle)? {
@@ -108,14 +73,14 @@ pub(crate) fn decode_from(src: &[u8], dst: &mut [u8], at: Position) -> Result<us
                 state = next;
             }
             Instruction::ZeroRun { run, next } => {
-                let out = dst.get_mut(op..op + run).ok_or(DecompressError::OutputOverrun)?;
+                let out = dst.get_mut(op..op + run).ok_or(StreamError::OutputOverrun)?;
                 out.fill(0);
                 op += run;
                 copy_literals(src, &mut ip, dst, &mut op, next)?;
                 state = next;
             }
             Instruction::End => {
-                return if ip == src.len() { Ok(op) } else { Err(DecompressError::InputNotConsumed) };
+                return if ip == src.len() { Ok(op) } else { Err(StreamError::InputNotConsumed) };
             }
         }
     }
@@ -146,8 +111,8 @@ pub(crate) fn read_instruction(
     ip: &mut usize,
     state: usize,
     rle: bool,
-) -> Result<Instruction, DecompressError> {
-    let Some(&opcode) = src.get(*ip) else { return Err(DecompressError::EofNotFound) };
+) -> Result<Instruction, StreamError> {
+    let Some(&opcode) = src.get(*ip) else { return Err(StreamError::EofNotFound) };
     *ip += 1;
     let t = usize::from(opcode);
     if t >= 64 {
@@ -208,38 +173,38 @@ pub(crate) fn is_zero_run(src: &[u8], ip: usize) -> bool {
 }
 
 #[inline]
-fn byte(src: &[u8], ip: usize) -> Result<usize, DecompressError> {
-    src.get(ip).map(|&b| usize::from(b)).ok_or(DecompressError::InputOverrun)
+fn byte(src: &[u8], ip: usize) -> Result<usize, StreamError> {
+    src.get(ip).map(|&b| usize::from(b)).ok_or(StreamError::InputOverrun)
 }
 
 #[inline]
-fn le16(src: &[u8], ip: usize) -> Result<usize, DecompressError> {
+fn le16(src: &[u8], ip: usize) -> Result<usize, StreamError> {
     match src.get(ip..ip + 2) {
         Some(&[a, b]) => Ok(usize::from(u16::from_le_bytes([a, b]))),
-        _ => Err(DecompressError::InputOverrun),
+        _ => Err(StreamError::InputOverrun),
     }
 }
 
 /// Reads a length extension at `*ip`: `255 * (number of 0x00 bytes) + the first non-zero
 /// byte`.
 #[inline]
-pub(crate) fn extension(src: &[u8], ip: &mut usize) -> Result<usize, DecompressError> {
+pub(crate) fn extension(src: &[u8], ip: &mut usize) -> Result<usize, StreamError> {
     extension_capped(src, ip, MAX_255_COUNT)
 }
 
 /// [`extension`] with at most `max_zeros` `0x00` bytes accepted.
 #[inline]
-fn extension_capped(src: &[u8], ip: &mut usize, max_zeros: usize) -> Result<usize, DecompressError> {
+fn extension_capped(src: &[u8], ip: &mut usize, max_zeros: usize) -> Result<usize, StreamError> {
     let start = *ip;
     loop {
         match src.get(*ip) {
-            None => return Err(DecompressError::InputOverrun),
+            None => return Err(StreamError::InputOverrun),
             Some(0) => *ip += 1,
             Some(&b) => {
                 let zeros = *ip - start;
                 *ip += 1;
                 if zeros > max_zeros {
-                    return Err(DecompressError::Error);
+                    return Err(StreamError::Error);
                 }
                 return Ok(zeros * 255 + usize::from(b));
             }
@@ -254,10 +219,10 @@ fn copy_literals(
     dst: &mut [u8],
     op: &mut usize,
     n: usize,
-) -> Result<(), DecompressError> {
+) -> Result<(), StreamError> {
     // liblzo2 tests the output before the input.
-    let out = dst.get_mut(*op..).and_then(|d| d.get_mut(..n)).ok_or(DecompressError::OutputOverrun)?;
-    let lit = src.get(*ip..).and_then(|s| s.get(..n)).ok_or(DecompressError::InputOverrun)?;
+    let out = dst.get_mut(*op..).and_then(|d| d.get_mut(..n)).ok_or(StreamError::OutputOverrun)?;
+    let lit = src.get(*ip..).and_then(|s| s.get(..n)).ok_or(StreamError::InputOverrun)?;
     copy_exact(out, lit);
     *ip += n;
     *op += n;
@@ -268,8 +233,8 @@ fn copy_literals(
 /// moves, which overlap when the length is not their size, instead of a `memcpy` call.
 /// This decoder finishes every fast decode: a page's last 48 output bytes or so, short
 /// matches and literal groups, then the final literal run. With the calls, that tail took
-/// about 40 ticks of a node page's 1,420; these copies take about 15 of them off (SPEC.md
-/// section 5, twenty-fifth session).
+/// a measurable share of a node page's decode, which these copies cut by more than a third
+/// (figures in docs/perf/lzokit.md).
 #[inline(always)]
 fn copy_exact(to: &mut [u8], from: &[u8]) {
     debug_assert_eq!(to.len(), from.len());
@@ -294,12 +259,12 @@ fn copy_head_and_tail<const K: usize>(to: &mut [u8], from: &[u8]) {
 }
 
 #[inline]
-fn copy_match(dst: &mut [u8], op: &mut usize, dist: usize, len: usize) -> Result<(), DecompressError> {
+fn copy_match(dst: &mut [u8], op: &mut usize, dist: usize, len: usize) -> Result<(), StreamError> {
     if dist > *op {
-        return Err(DecompressError::LookbehindOverrun);
+        return Err(StreamError::LookbehindOverrun);
     }
     if len > dst.len() - *op {
-        return Err(DecompressError::OutputOverrun);
+        return Err(StreamError::OutputOverrun);
     }
     let from = *op - dist;
     if dist >= len {
@@ -318,6 +283,7 @@ fn copy_match(dst: &mut [u8], op: &mut usize, dist: usize, len: usize) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decompress;
     use alloc::vec;
     use alloc::vec::Vec;
     extern crate alloc;
@@ -325,7 +291,7 @@ mod tests {
     const END: [u8; 3] = [0x11, 0, 0];
 
     /// Decodes into a buffer of `cap` bytes and returns what was written.
-    fn dec(stream: &[u8], cap: usize) -> Result<Vec<u8>, DecompressError> {
+    fn dec(stream: &[u8], cap: usize) -> Result<Vec<u8>, StreamError> {
         let mut out = vec![0xEE; cap];
         let n = decompress(stream, &mut out)?;
         assert_eq!(decompress_reference(stream, &mut vec![0x11; cap]), Ok(n));
@@ -493,27 +459,24 @@ mod tests {
         want.extend_from_slice(b"fg");
         assert_eq!(dec(&s, 3000), Ok(want));
         // The same bytes in a version-0 stream are an M4 reaching far back.
-        assert_eq!(dec(&s[2..], 3000), Err(DecompressError::LookbehindOverrun));
+        assert_eq!(dec(&s[2..], 3000), Err(StreamError::LookbehindOverrun));
         let v0 = cat(&[&[0x11, 0x00], &s[2..]]);
-        assert_eq!(dec(&v0, 3000), Err(DecompressError::LookbehindOverrun));
+        assert_eq!(dec(&v0, 3000), Err(StreamError::LookbehindOverrun));
         // Header plus a plain stream; a 3-byte `11 xx xx` is never a header.
         assert_eq!(dec(&cat(&[&[0x11, 0x00, 21], b"abcd", &END]), 9), Ok(b"abcd".to_vec()));
         assert_eq!(dec(&[0x11, 0x01, 0x11, 0x00, 0x00], 9), Ok(vec![]));
         // A token cut short.
-        assert_eq!(
-            dec(&[0x11, 0x01, 21, 1, 2, 3, 4, 0x18, 0xFC, 0xFF], 99),
-            Err(DecompressError::InputOverrun)
-        );
+        assert_eq!(dec(&[0x11, 0x01, 21, 1, 2, 3, 4, 0x18, 0xFC, 0xFF], 99), Err(StreamError::InputOverrun));
         // A token whose zeros do not fit.
         assert_eq!(
             dec(&cat(&[&[0x11, 0x01, 21], b"abcd", &[0x18, 0xFC, 0xFF, 0x01], &END]), 15),
-            Err(DecompressError::OutputOverrun)
+            Err(StreamError::OutputOverrun)
         );
     }
 
     #[test]
     fn each_error() {
-        use DecompressError::*;
+        use StreamError::*;
         assert_eq!(dec(&[], 9), Err(InputOverrun));
         assert_eq!(dec(&[21, 1, 2], 9), Err(InputOverrun));
         assert_eq!(dec(&[0x11, 0x00], 9), Err(InputOverrun));

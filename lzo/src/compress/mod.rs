@@ -1,0 +1,10 @@
+//! Compression: the kernel's exact LZO1X-1 and LZO-RLE ([`KernelCompressor`], `kernel`) and
+//! the page-tuned LZO1X-1 compressor behind [`Lzo1x`](crate::Lzo1x) (`page`), which shares
+//! the kernel compressor's output writer and hashing.
+
+mod kernel;
+mod output;
+mod page;
+
+pub use kernel::KernelCompressor;
+pub(crate) use page::PageCompressor;
