@@ -15,13 +15,20 @@ use crate::report::{self, Summary};
 use crate::timing::{self, Timer};
 use crate::{codecs, peers};
 
+/// What each codec name in the tables is, printed with every run.
+pub const PEERS_LEGEND: &str = "codec names: lzo, lzo-rle, lzo-kernel, wkdm* = this family's crates; \
+lz4 = C LZ4 (LZ4_compress_default / LZ4_decompress_safe via lz4-sys); lz4_flex = the lz4_flex crate \
+(safe Rust); lz4-page / zstd = pagecodec-adapters (lz4_flex / C zstd level 3 behind PageCodec); \
+zstd-1 = C zstd level 1 (zstd crate); liblzo2 = C liblzo2 lzo1x_1 / lzo1x_decompress_safe (miniLZO \
+2.10 via minilzo-rs); lzo1x-rs = the lzo1x crate (pure Rust); raw = memcpy, the floor";
+
 /// A boxed error for command results.
 pub type AnyError = Box<dyn Error + Send + Sync>;
 
 /// Options of `run` (and of the default run).
 #[derive(Clone, Debug)]
 pub struct RunOptions {
-    /// Page files to measure; empty means the default corpus (capture + seed workloads).
+    /// Page files to measure; empty means the default corpus (capture + the 2001 paper's workloads).
     pub corpus_files: Vec<PathBuf>,
     /// Codec names to keep (all when empty).
     pub codecs: Vec<String>,
@@ -244,9 +251,10 @@ impl CoreRate {
     pub fn describe(&self) -> String {
         match (self.median, self.p10, self.p90) {
             (Some(median), Some(p10), Some(p90)) => format!(
-                "core throughput while measuring: median {median:.2} independent additions per tick, \
-                 {p10:.2}-{p90:.2} from the 10th to the 90th percentile of {} readings (one per page; \
-                 it falls when another hardware thread shares the core)",
+                "core throughput while measuring: median {median:.2}, {p10:.2}-{p90:.2} from the 10th to \
+                 the 90th percentile of {} readings (one per page: additions per TSC tick of a probe \
+                 loop whose additions do not depend on each other; it falls when another hardware \
+                 thread shares the core)",
                 self.readings
             ),
             _ => "core throughput: not measured (no TSC)".into(),
@@ -297,6 +305,10 @@ pub fn default_corpora(opts: &RunOptions, log: &Log) -> Vec<Corpus> {
 pub fn run(opts: &RunOptions) -> Result<RunReport, AnyError> {
     let log = Log::new(opts.json);
     let mut codecs = codecs::select(&opts.codecs)?;
+    // The plot file is created now, so that a bad path fails before minutes of measuring.
+    if let Some(path) = &opts.plot {
+        std::fs::write(path, b"").map_err(|e| format!("plot file {}: {e}", path.display()))?;
+    }
     let timer = Timer::new();
     let machine = Machine::collect(&timer);
     log.line(format!("pagebench {}", env!("CARGO_PKG_VERSION")));
@@ -316,8 +328,8 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, AnyError> {
         log.line(format!("  {:<10} {:>6} pages  {}", c.name, c.pages.len(), c.origin));
     }
     log.line(format!(
-        "codecs: {} -- each page: every codec in turn (rotating start), {} compressions and {} \
-         decompressions each {}, minimum kept, every round trip verified",
+        "codecs: {} -- each page: every codec in turn (the first codec changes from page to page), \
+         {} compressions and {} decompressions each {}, minimum kept, every round trip verified",
         codecs.iter().map(|c| c.name()).collect::<Vec<_>>().join(", "),
         opts.reps,
         opts.reps,
@@ -333,6 +345,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, AnyError> {
         wkdm::Isa::best().name(),
         codecs::HYBRID_THRESHOLD
     ));
+    log.line(PEERS_LEGEND);
     let started = Instant::now();
     let mut progress = Progress::new(opts.progress);
     let run_count = opts.runs.max(1);
@@ -395,7 +408,8 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, AnyError> {
     if let Some(path) = &opts.plot {
         let title =
             format!("pagebench: ratio vs throughput, {} ({})", report.machine.cpu, report.machine.date);
-        std::fs::write(path, report::plot_svg(&per_run[0], &title))?;
+        std::fs::write(path, report::plot_svg(&per_run[0], &title))
+            .map_err(|e| format!("plot file {}: {e}", path.display()))?;
         log.line(format!("plot written to {}", path.display()));
     }
     if opts.json {
@@ -537,7 +551,7 @@ pub struct SimulateOptions {
     pub json: bool,
 }
 
-/// `simulate`: replay a seed workload over an LRU "RAM" and a compressed page store.
+/// `simulate`: replay a workload of the 2001 compressed-cache paper over an LRU "RAM" and a compressed page store.
 ///
 /// # Errors
 ///

@@ -104,6 +104,8 @@ pub fn ours() -> Vec<Box<dyn PageCodec>> {
     codecs.extend::<Vec<Box<dyn PageCodec>>>(vec![
         Box::new(lzokit::Lzo1x::default()),
         Box::new(lzokit::LzoRle::default()),
+        // The kernel's exact plain LZO1X-1 bytes (zram's `lzo`).
+        Box::new(lzokit::Lzo1xKernel::default()),
         Box::new(HybridCodec::default()),
         // The store codecs of `pagecodec-adapters`: `lz4-page` (lz4_flex block format) and
         // `zstd` (C zstd, level 3, as zram's zstd); the peers below are the same libraries

@@ -1,8 +1,8 @@
-//! Page corpora: flat files of 4 KiB pages, and the seed workloads' page streams.
+//! Page corpora: flat files of 4 KiB pages, and the page streams of the 2001 compressed-cache paper's workloads.
 //!
 //! A corpus file is nothing but pages back to back (`len % 4096 == 0`), the format
 //! `capture` writes and `/proc/PID/mem` holds. The generators rebuild the memory the 2001
-//! memtest workloads wrote, page by page, so the codecs see what the seed kernels swapped.
+//! memtest workloads wrote, page by page, so the codecs see what the paper's kernels swapped.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
@@ -39,8 +39,15 @@ impl Corpus {
 
 /// Reads a flat page file. Its length must be a multiple of 4096.
 pub fn read_pages(path: &Path) -> io::Result<Vec<Page>> {
-    let mut file = File::open(path)?;
-    let len = file.metadata()?.len();
+    let named = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+    let mut file = File::open(path).map_err(named)?;
+    let len = file.metadata().map_err(named)?.len();
+    if len == 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{}: empty, no page to measure", path.display()),
+        ));
+    }
     if len % PAGE_SIZE as u64 != 0 {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
@@ -53,7 +60,7 @@ pub fn read_pages(path: &Path) -> io::Result<Vec<Page>> {
         match file.read_exact(page.as_bytes_mut()) {
             Ok(()) => pages.push(page.clone()),
             Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => break,
-            Err(e) => return Err(e),
+            Err(e) => return Err(named(e)),
         }
     }
     Ok(pages)
@@ -68,11 +75,12 @@ pub fn read_corpus(path: &Path) -> io::Result<Corpus> {
 
 /// Writes pages back to back.
 pub fn write_pages(path: &Path, pages: &[Page]) -> io::Result<()> {
-    let mut out = BufWriter::new(File::create(path)?);
+    let named = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+    let mut out = BufWriter::new(File::create(path).map_err(named)?);
     for page in pages {
-        out.write_all(page.as_bytes())?;
+        out.write_all(page.as_bytes()).map_err(named)?;
     }
-    out.flush()
+    out.flush().map_err(named)
 }
 
 /// The mmap001 page: `array[i] = i` through a byte pointer, so every page is the byte ramp
@@ -105,7 +113,7 @@ pub fn page_class(class: PageClass, pages: usize) -> Corpus {
 }
 
 /// glibc's `rand()` (the TYPE_3 additive feedback generator behind `random()`), so
-/// fillmem's `rand() % 200` gives the very bytes the seed runs wrote.
+/// fillmem's `rand() % 200` gives the very bytes the paper's runs wrote.
 #[derive(Clone, Debug)]
 pub struct GlibcRand {
     /// `r[n]` lives in `ring[n % 34]`; the last 34 values are all the recurrence needs.
@@ -161,7 +169,7 @@ const CHUNK_HEADER: usize = 16;
 
 /// The 257 pages of a fillmem block whose 1 MiB payload is all `byte`: the first page holds
 /// glibc's mmapped-chunk header (prev_size 0, size 0x101000 | IS_MMAPPED) and 4080 payload
-/// bytes, the last one the final 16 payload bytes then zeros. That is why the seed report
+/// bytes, the last one the final 16 payload bytes then zeros. That is why the paper's report
 /// saw "99%", not 100%, single-byte pages.
 pub fn fillmem_block(byte: u8) -> Vec<Page> {
     let mut pages = vec![Page::filled(byte); FILLMEM_BLOCK_PAGES];
@@ -258,7 +266,11 @@ mod tests {
         let err = read_pages(&path).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidData);
         std::fs::write(&path, []).unwrap();
-        assert!(read_pages(&path).unwrap().is_empty());
+        let err = read_pages(&path).unwrap_err();
+        assert!(err.to_string().contains("empty") && err.to_string().contains("t.pages"), "{err}");
+        let missing = dir.join("missing.pages");
+        let err = read_pages(&missing).unwrap_err();
+        assert!(err.to_string().contains("missing.pages"), "the error names the file: {err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -4,14 +4,14 @@
 //! and the tests:
 //!
 //! - [`timing`]: fenced TSC reads, calibration, overhead, statistics;
-//! - [`corpus`]: flat page files and the seed workloads' page streams (mmap001, fillmem);
+//! - [`corpus`]: flat page files and the page streams of the 2001 compressed-cache paper's workloads (mmap001, fillmem);
 //! - [`capture`]: reading a process's resident anonymous pages (Linux `/proc`);
 //! - [`peers`]: the codecs users would pick instead of ours, behind `PageCodec`;
 //! - [`codecs`]: every codec by name;
 //! - [`measure`]: the interleaved, verified measuring loop;
-//! - [`report`]: the seed-style table, JSON and the SVG plot;
+//! - [`report`]: the statistics table in the 2001 paper's style, JSON and the SVG plot;
 //! - [`alloc`]: the allocator benchmark (xvmalloc and rlsf on real compressed sizes);
-//! - [`simulate`]: LRU replay of the seed workloads over a `pagestore`;
+//! - [`simulate`]: LRU replay of the 2001 compressed-cache paper's workloads over a `pagestore`;
 //! - [`storebench`]: real pages through `pagestore` (ratio, memory used, store+load ticks);
 //! - [`app`]: the commands `main.rs` dispatches to.
 //!

@@ -16,7 +16,7 @@ static HEAP: pagebench::zram::CountingAlloc = pagebench::zram::CountingAlloc;
 
 /// Capture real memory pages and compare page compressors on them, cycle-accurately.
 ///
-/// With no command: capture a child workload's heap, generate the seed workloads' pages
+/// With no command: capture a child workload's heap, generate the pages of the 2001 paper's workloads
 /// (mmap001, fillmem), and measure every codec and peer on them.
 #[derive(Parser, Debug)]
 #[command(name = "pagebench", version, args_conflicts_with_subcommands = true)]
@@ -35,7 +35,7 @@ enum Command {
     Capture(CaptureArgs),
     /// Allocator benchmark: xvmalloc and rlsf on the compressed sizes of real pages.
     Alloc(AllocArgs),
-    /// Replay a seed workload over an LRU "RAM" and a compressed page store.
+    /// Replay a workload of the 2001 compressed-cache paper over an LRU "RAM" and a compressed page store.
     Simulate(SimulateArgs),
     /// Real pages through the page store: ratio, memory used, store+load ticks per codec.
     Store(StoreArgs),
@@ -60,7 +60,10 @@ struct RunArgs {
     /// Flat page files (4096-byte pages back to back) to measure instead of the default corpus.
     #[arg(long, num_args = 1.., value_name = "FILE")]
     corpus: Vec<PathBuf>,
-    /// Only these codecs (repeat or comma-separate).
+    /// Only these codecs (repeat or comma-separate). Ours: wkdm (and wkdm-<isa>), lzo,
+    /// lzo-rle, lzo-kernel, hybrid, lz4-page, zstd (pagecodec-adapters). Peers: lz4 = C LZ4
+    /// via lz4-sys, lz4_flex = the lz4_flex crate, zstd-1 = C zstd level 1, liblzo2 = C
+    /// liblzo2 (miniLZO 2.10), lzo1x-rs = the pure-Rust lzo1x crate, raw = memcpy.
     #[arg(long, value_delimiter = ',', value_name = "NAME")]
     codec: Vec<String>,
     /// Print the JSON report on stdout (the human log goes to stderr).
@@ -144,7 +147,7 @@ struct AllocArgs {
 
 #[derive(Args, Debug)]
 struct SimulateArgs {
-    /// The seed workload to replay.
+    /// The workload of the 2001 paper to replay.
     #[arg(long, value_enum)]
     workload: pagebench::simulate::Workload,
     /// Simulated RAM in MiB.

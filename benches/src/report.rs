@@ -1,4 +1,4 @@
-//! Summaries of a run: the seed-style table, JSON, and an SVG plot.
+//! Summaries of a run: the statistics table in the 2001 paper's style, JSON, and an SVG plot.
 
 use std::fmt::Write as _;
 
@@ -60,9 +60,9 @@ pub struct Summary {
     pub incompressible_share: f64,
     /// Bytes stored: each page costs its stream, capped at 4096 (raw), refused pages 4096.
     pub stored_bytes: u64,
-    /// Original bytes / stored bytes (higher is better; the seed's "ratio" is its inverse).
+    /// Original bytes / stored bytes (higher is better; the 2001 paper's "ratio" is its inverse).
     pub ratio: f64,
-    /// Stored bytes / original bytes, in percent (the seed report's figure).
+    /// Stored bytes / original bytes, in percent (the 2001 paper's figure).
     pub stored_percent: f64,
     /// Compression speed.
     pub compress: Speed,
@@ -147,7 +147,12 @@ fn vs(x: Option<f64>) -> String {
     x.map_or_else(|| "-".into(), |v| format!("{v:.2}x"))
 }
 
-/// The seed-style table for the summaries of one corpus.
+/// Whether the codec refused every page of the corpus (so its ratio and speed mean nothing).
+fn all_refused(r: &Summary) -> bool {
+    r.pages > 0 && r.refused_pages == r.pages
+}
+
+/// The statistics table in the 2001 paper's style for the summaries of one corpus.
 pub fn table(summaries: &[Summary]) -> String {
     let mut s = String::new();
     let _ = writeln!(
@@ -161,20 +166,28 @@ pub fn table(summaries: &[Summary]) -> String {
         "", "", "compressed bytes", "", "", "", ""
     );
     for r in summaries {
+        // A codec that refused every page has no ratio of its own: say so rather than 1.00x.
+        let ratio = if all_refused(r) { "refused".to_string() } else { format!("{:.2}x", r.ratio) };
         let _ = writeln!(
             s,
-            "{:<12} {:>6} | {:>5} {:>5} {:>7.1} | {:>5.2}x {:>6.1}% | {:>7} {:>5.1}%",
+            "{:<12} {:>6} | {:>5} {:>5} {:>7.1} | {:>6} {:>6.1}% | {:>7} {:>5.1}%",
             r.codec,
             r.pages,
             r.size.min,
             r.size.max,
             r.size.mean,
-            r.ratio,
+            ratio,
             r.stored_percent,
             r.incompressible_pages,
             r.incompressible_share * 100.0
         );
     }
+    let _ = writeln!(
+        s,
+        "ratio = original / stored bytes; stored = stored / original bytes; incompr = pages kept raw \
+         (the codec refused them or its stream would not be smaller), share = their fraction; a codec \
+         that refused every page shows \"refused\" and is left out of the plot"
+    );
     let _ = writeln!(s);
     let _ = writeln!(
         s,
@@ -374,7 +387,8 @@ pub fn plot_svg(summaries: &[Summary], title: &str) -> String {
         );
         for r in summaries {
             let v = pick(r);
-            if !finite(v) {
+            // Refusing a page is fast and says nothing of the codec's speed on it.
+            if !finite(v) || all_refused(r) {
                 continue;
             }
             let colour = COLOURS[codecs.iter().position(|c| *c == r.codec).unwrap_or(0) % COLOURS.len()];

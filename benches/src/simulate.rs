@@ -1,4 +1,4 @@
-//! A user-space replay of the seed workloads over a compressed page store.
+//! A user-space replay of the 2001 compressed-cache paper's workloads over a compressed page store.
 //!
 //! "RAM" is an LRU of `ram_mb` MiB of uncompressed pages; pages pushed out of it go into a
 //! [`pagestore::PageStore`] (the compressed cache / zram), and touching a page that is not
@@ -27,7 +27,7 @@ use serde::Serialize;
 use crate::corpus::{FILLMEM_BLOCK_PAGES, GlibcRand, fillmem_block, ramp_page};
 use crate::timing::{TickStats, Timer};
 
-/// The seed workloads.
+/// The workloads of the 2001 compressed-cache paper.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Workload {
@@ -294,7 +294,7 @@ pub struct SimReport {
     pub counters: Counters,
     /// Pages stored at the end.
     pub stored_pages: u64,
-    /// Seed-table figures of the store (cumulative over the replay).
+    /// Figures of the paper's table of the store (cumulative over the replay).
     pub table: StoreTable,
     /// Store ticks per page as timed around `store` (fenced TSC).
     pub store_ticks: TickStats,
@@ -302,7 +302,7 @@ pub struct SimReport {
     pub load_ticks: TickStats,
 }
 
-/// The store's figures in the seed's shape plus zram's mm_stat.
+/// The store's figures in the 2001 paper's shape plus zram's mm_stat.
 #[derive(Clone, Debug, Serialize)]
 pub struct StoreTable {
     /// Pages handed to the store.
@@ -379,7 +379,7 @@ impl StoreTable {
         }
     }
 
-    /// The seed-style table and the mm_stat line.
+    /// The statistics table in the 2001 paper's style and the mm_stat line.
     pub fn render(&self, codec: &str) -> String {
         let unit = if self.time_unit == "tsc-ticks" { "TSC ticks" } else { self.time_unit.as_str() };
         format!(
@@ -388,7 +388,10 @@ impl StoreTable {
              {:>8} {:>6} | {:>5} {:>5} {:>7} | {:>7} {:>7} {:>7} {:>7} | {:>7} {:>7} {:>7} {:>7} | {:>6} {:>8} {:>6}\n\
              {:>8} {:>6} | {:>5} {:>5} {:>7.1} | {:>7} {:>7} {:>7.0} {:>7} | {:>7} {:>7} {:>7.0} {:>7} | {:>5.2}x {:>8} {:>5.1}%\n\
              mm_stat: orig_data_size {} compr_data_size {} mem_used_total {} mem_used_max {} same_pages {} \
-             huge_pages {} pages_compacted {}; mem_used_total / orig_data_size = {:.1}%; by variant {:?}\n",
+             huge_pages {} pages_compacted {}; mem_used_total / orig_data_size = {:.1}%; by variant {:?}\n\
+             (pages, same and discard count every store of the replay, as the paper's table does; \
+             mm_stat describes the pages held at the end, as zram's does; discard = stored raw, \
+             over the huge threshold; by variant = pages kept by each codec of a hybrid)\n",
             "pages",
             "same",
             "size",

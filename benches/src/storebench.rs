@@ -231,7 +231,7 @@ pub fn table(rows: &[StoreRow], timer: &Timer) -> String {
         "ovh%",
         "same",
         "huge",
-        "variants"
+        "1st/2nd"
     );
     for r in rows {
         let _ = writeln!(
@@ -258,6 +258,14 @@ pub fn table(rows: &[StoreRow], timer: &Timer) -> String {
             r.table.by_variant[1]
         );
     }
+    s.push_str(
+        "columns: ratio = original / stored bytes; used/orig = mem_used_total / orig_data_size; \
+         store, load = ticks per page (median, p99, max); store+load = their medians' sum (and ns); \
+         codec c+d = the bare codec's compress + decompress medians on the same pages; overhead, \
+         ovh% = what the store adds to them, per page (mean) and in percent; same, huge = zram's \
+         same_pages and huge_pages; 1st/2nd = pages a hybrid kept with its first codec / its \
+         fallback (all with the first for a plain codec)\n",
+    );
     s
 }
 

@@ -168,7 +168,7 @@ impl Timer {
         match self.clock {
             Clock::Tsc => format!(
                 "fenced TSC (lfence;rdtsc;lfence .. rdtscp;lfence) at {:.1} MHz, calibrated against \
-                 the monotonic clock; empty-pair overhead {} ticks (min, subtracted), {} median",
+                 the monotonic clock; timer overhead (a start and a stop with nothing between) {} ticks (min, subtracted from every reading), {} median",
                 self.ticks_per_sec / 1e6,
                 self.overhead_ticks,
                 self.overhead_median_ticks

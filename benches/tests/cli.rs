@@ -62,6 +62,42 @@ fn unknown_codecs_and_bad_files_fail_loudly() {
 }
 
 #[test]
+fn file_errors_name_the_file_and_come_before_measuring() {
+    let dir = temp_dir("files");
+    let corpus = small_corpus(&dir);
+    // A missing corpus file is named.
+    let missing = dir.join("missing.pages");
+    let out = pagebench().args(["run", "--quiet", "--corpus"]).arg(&missing).output().unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("missing.pages"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // An empty corpus is an error naming the file.
+    let empty = dir.join("empty.pages");
+    std::fs::write(&empty, []).unwrap();
+    let out = pagebench().args(["run", "--quiet", "--corpus"]).arg(&empty).output().unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("empty.pages") && stderr.contains("empty"), "{stderr}");
+    // A plot into a missing folder fails before anything is measured: no table printed.
+    let plot = dir.join("no-such-folder").join("p.svg");
+    let out = pagebench()
+        .args(["run", "--reps", "1", "--plot"])
+        .arg(&plot)
+        .arg("--corpus")
+        .arg(&corpus)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no-such-folder"), "{stderr}");
+    assert!(!stderr.contains("=="), "measured before failing: {stderr}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn capture_of_a_command_feeds_run() {
     assert!(
         pagebench::capture::find_program("python3").is_some(),
