@@ -1,6 +1,7 @@
 //! The stored entries: a key map over an `xvmalloc` pool, with the memory limit.
 
 use alloc::collections::BTreeMap;
+use alloc::vec::Vec;
 
 use pagecodec::PAGE_SIZE;
 use xvmalloc::{AllocError, CompactReport, Handle, PageSource, Pool};
@@ -153,19 +154,79 @@ impl<S: PageSource> PageSource for Budgeted<S> {
     }
 }
 
+/// The key table: keys below the dense capacity in a flat array allocated up front, as
+/// zram's table (16 bytes per key, one index, no node overhead); any other key in a B-tree.
+#[derive(Debug, Default)]
+pub(crate) struct Table {
+    dense: Vec<Option<Entry>>,
+    sparse: BTreeMap<u64, Entry>,
+    dense_len: usize,
+}
+
+// The flat table's promise: 16 bytes per key, as zram's table entry.
+const _: () = assert!(core::mem::size_of::<Option<Entry>>() == 16);
+
+impl Table {
+    pub(crate) fn with_dense(keys: usize) -> Self {
+        Table { dense: alloc::vec![None; keys], sparse: BTreeMap::new(), dense_len: 0 }
+    }
+
+    fn slot(&mut self, key: u64) -> Option<&mut Option<Entry>> {
+        usize::try_from(key).ok().and_then(|k| self.dense.get_mut(k))
+    }
+
+    fn insert(&mut self, key: u64, entry: Entry) -> Option<Entry> {
+        match self.slot(key) {
+            Some(slot) => {
+                let old = slot.replace(entry);
+                if old.is_none() {
+                    self.dense_len += 1;
+                }
+                old
+            }
+            None => self.sparse.insert(key, entry),
+        }
+    }
+
+    fn get(&self, key: u64) -> Option<&Entry> {
+        match usize::try_from(key).ok().and_then(|k| self.dense.get(k)) {
+            Some(slot) => slot.as_ref(),
+            None => self.sparse.get(&key),
+        }
+    }
+
+    fn remove(&mut self, key: u64) -> Option<Entry> {
+        match self.slot(key) {
+            Some(slot) => {
+                let old = slot.take();
+                if old.is_some() {
+                    self.dense_len -= 1;
+                }
+                old
+            }
+            None => self.sparse.remove(&key),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.dense_len + self.sparse.len()
+    }
+}
+
 /// Entries on a pool, with the zram counters.
 pub(crate) struct Shelf<S: PageSource> {
     pub(crate) pool: Pool<Budgeted<S>>,
-    map: BTreeMap<u64, Entry>,
+    map: Table,
     same_pages: u64,
     huge_pages: u64,
     compr_bytes: u64,
 }
 
 impl<S: PageSource> Shelf<S> {
-    pub(crate) fn new(source: S, budget: Budget) -> Self {
+    pub(crate) fn new(source: S, budget: Budget, dense_keys: usize) -> Self {
         let source = Budgeted { inner: source, budget, refused: false, held: 0, held_max: 0 };
-        Shelf { pool: Pool::new(source), map: BTreeMap::new(), same_pages: 0, huge_pages: 0, compr_bytes: 0 }
+        let map = Table::with_dense(dense_keys);
+        Shelf { pool: Pool::new(source), map, same_pages: 0, huge_pages: 0, compr_bytes: 0 }
     }
 
     /// Keeps `page` under `key`, replacing (and freeing) an older entry only once the new
@@ -224,7 +285,7 @@ impl<S: PageSource> Shelf<S> {
     }
 
     pub(crate) fn get(&self, key: u64) -> Option<Stored<'_>> {
-        Some(match *self.map.get(&key)? {
+        Some(match *self.map.get(key)? {
             Entry::Same(value) => Stored::Same(value),
             Entry::Compressed { handle, variant } => {
                 Stored::Compressed { variant, bytes: self.pool.get(handle).ok()? }
@@ -234,7 +295,7 @@ impl<S: PageSource> Shelf<S> {
     }
 
     pub(crate) fn remove(&mut self, key: u64) -> bool {
-        match self.map.remove(&key) {
+        match self.map.remove(key) {
             Some(entry) => {
                 self.discard(entry);
                 true
@@ -244,7 +305,7 @@ impl<S: PageSource> Shelf<S> {
     }
 
     pub(crate) fn contains(&self, key: u64) -> bool {
-        self.map.contains_key(&key)
+        self.map.get(key).is_some()
     }
 
     pub(crate) fn len(&self) -> usize {

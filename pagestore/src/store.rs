@@ -31,15 +31,32 @@ pub struct StoreConfig {
     pub mem_limit: Option<u64>,
     /// Time compression and decompression (TSC ticks on x86_64). Default: on.
     pub timing: bool,
+    /// Keys below this are kept in a flat table of 16 bytes per key allocated when the store
+    /// is made, as zram's table is for its disk size; other keys in a B-tree (about 50 bytes
+    /// per stored key). `PageStore` only: a `ShardedStore` spreads keys over its shards.
+    /// Default: 0 (every key in the B-tree).
+    pub dense_keys: usize,
 }
 
 impl Default for StoreConfig {
     fn default() -> Self {
-        StoreConfig { same_filled: true, huge_threshold: PAGE_SIZE * 3 / 4, mem_limit: None, timing: true }
+        StoreConfig {
+            same_filled: true,
+            huge_threshold: PAGE_SIZE * 3 / 4,
+            mem_limit: None,
+            timing: true,
+            dense_keys: 0,
+        }
     }
 }
 
 impl StoreConfig {
+    /// Sets [`dense_keys`](Self::dense_keys): keys `0..keys` get a flat table (zram's layout).
+    pub const fn with_dense_keys(mut self, keys: usize) -> Self {
+        self.dense_keys = keys;
+        self
+    }
+
     /// Sets [`same_filled`](Self::same_filled).
     pub const fn with_same_filled(mut self, on: bool) -> Self {
         self.same_filled = on;
@@ -173,7 +190,7 @@ impl<C: EntryCodec, S: PageSource> PageStore<C, S> {
         PageStore {
             codec,
             config,
-            shelf: Shelf::new(source, budget),
+            shelf: Shelf::new(source, budget, config.dense_keys),
             ops: OpRecorder::new(),
             scratch: Box::new([0; PAGE_SIZE]),
         }

@@ -147,6 +147,13 @@ proptest! {
     }
 
     #[test]
+    fn dense_and_sparse_keys_match_model(ops in prop::collection::vec(op(), 1..OPS)) {
+        // Keys 0..12 in the flat table, 12..24 in the B-tree.
+        let config = StoreConfig::default().with_dense_keys(12);
+        prop_assert_eq!(run(PageStore::with_config(TrimTrailing, config), expect_trailing, ops), 0);
+    }
+
+    #[test]
     fn hybrid_matches_model(ops in prop::collection::vec(op(), 1..OPS)) {
         prop_assert_eq!(run(PageStore::new(Hybrid::new(TrimTrailing, TrimLeading, 1024)), expect_hybrid, ops), 0);
     }
