@@ -1,0 +1,44 @@
+//! Compressed memory for a region of a process, through Linux's userfaultfd.
+//!
+//! A [`Region`] is `N` pages of anonymous memory of which at most a limit are resident; the
+//! others live compressed in a [`pagestore::ShardedStore`], with any codec of the family.
+//! A fault thread resolves every access to a page that is not in memory: from the store
+//! (`UFFDIO_COPY`), or with zeros for a page never written (`UFFDIO_ZEROPAGE`). Before a
+//! fault would take the resident count past the limit, the same thread evicts the oldest
+//! resident page (first in, first out): it write-protects the page (`UFFDIO_WRITEPROTECT`),
+//! stores its bytes, and only then drops it (`MADV_DONTNEED`). A thread writing to it
+//! meanwhile waits on a write-protect fault, which that thread handles after the eviction,
+//! so no write is ever lost; a store that refuses the page (`Full`) leaves it resident.
+//!
+//! Linux only; elsewhere the crate is empty.
+//!
+//! ```no_run
+//! # #[cfg(target_os = "linux")] {
+//! use uswap::{Region, RegionConfig};
+//!
+//! // 64 pages, at most 8 in memory at once, the rest compressed with LZO-RLE.
+//! let config = RegionConfig::new(8, Box::new(|| Box::new(lzokit::LzoRle::default())));
+//! let mut region = Region::new(64, config)?;
+//! for page in 0..64 {
+//!     region.write(page * 4096, &[page as u8; 4096])?;
+//! }
+//! let mut back = [0u8; 4096];
+//! region.read(5 * 4096, &mut back)?;
+//! assert_eq!(back, [5u8; 4096]);
+//! println!("{} swapped out", region.stats().swap_outs);
+//! # }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+// The README's example runs as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
+#[cfg(target_os = "linux")]
+mod region;
+#[cfg(target_os = "linux")]
+mod sys;
+
+#[cfg(target_os = "linux")]
+pub use region::{Latency, Region, RegionConfig, RegionStats, UswapError};

@@ -1,0 +1,232 @@
+//! A region over a real userfaultfd: every byte verified while pages are evicted and
+//! brought back, from one and from several threads, with a store that refuses pages, and
+//! through the zero-page path. These tests need userfaultfd (root, or
+//! `vm.unprivileged_userfaultfd = 1`); without it they fail saying so.
+#![cfg(target_os = "linux")]
+
+use pagecodec::PAGE_SIZE;
+use pagestore::{CodecFactory, StoreConfig};
+use uswap::{Region, RegionConfig};
+
+fn lzo_rle() -> CodecFactory {
+    Box::new(|| Box::new(lzokit::LzoRle::default()))
+}
+
+fn region(pages: usize, resident: usize, store: StoreConfig) -> Region {
+    let mut config = RegionConfig::new(resident, lzo_rle());
+    config.store = store;
+    Region::new(pages, config).unwrap_or_else(|e| panic!("this test needs userfaultfd: {e}"))
+}
+
+/// Page `page` at version `version`: compressible, different for every page and version.
+fn content(page: usize, version: u32) -> Vec<u8> {
+    let mut bytes = vec![0u8; PAGE_SIZE];
+    for (i, chunk) in bytes.chunks_exact_mut(8).enumerate() {
+        let word = if i % 4 == 0 { (page as u64) << 32 | u64::from(version) } else { (i % 7) as u64 };
+        chunk.copy_from_slice(&word.to_le_bytes());
+    }
+    bytes
+}
+
+#[test]
+fn every_page_survives_eviction_and_comes_back() {
+    let pages = 256;
+    let mut region = region(pages, 16, StoreConfig::default());
+    for version in 0..3 {
+        for page in 0..pages {
+            region.write(page * PAGE_SIZE, &content(page, version)).unwrap();
+        }
+        let mut back = vec![0u8; PAGE_SIZE];
+        for page in (0..pages).rev() {
+            region.read(page * PAGE_SIZE, &mut back).unwrap();
+            assert!(back == content(page, version), "page {page} version {version}");
+        }
+    }
+    let stats = region.stats();
+    assert!(stats.swap_outs >= 3 * 240, "{stats:?}");
+    assert!(stats.faults_from_store >= 2 * 240, "{stats:?}");
+    assert!(stats.resident_pages <= 16, "{stats:?}");
+    assert!(stats.fault_latency.count > 0 && stats.fault_latency.median <= stats.fault_latency.max);
+    assert!(stats.store.mm.compr_data_size > 0);
+}
+
+#[test]
+fn pages_never_written_read_as_zeros() {
+    let region = region(32, 4, StoreConfig::default());
+    let mut back = vec![0xEEu8; PAGE_SIZE];
+    for page in 0..32 {
+        region.read(page * PAGE_SIZE, &mut back).unwrap();
+        assert!(back.iter().all(|&b| b == 0), "page {page}");
+    }
+    let stats = region.stats();
+    assert_eq!(stats.zero_fills, 32);
+    assert_eq!(stats.faults_from_store, 0);
+}
+
+#[test]
+fn a_full_store_keeps_pages_resident_and_intact() {
+    // Room for one 16 KiB chunk: most evictions are refused and those pages stay resident.
+    let pages = 64;
+    let mut region =
+        region(pages, 4, StoreConfig::default().with_mem_limit(16 * 1024).with_same_filled(false));
+    let noisy = |page: usize| {
+        let mut bytes = content(page, 9);
+        for (i, b) in bytes.iter_mut().enumerate() {
+            *b ^= (i * 131 + page * 17) as u8;
+        }
+        bytes
+    };
+    for page in 0..pages {
+        region.write(page * PAGE_SIZE, &noisy(page)).unwrap();
+    }
+    let mut back = vec![0u8; PAGE_SIZE];
+    for page in 0..pages {
+        region.read(page * PAGE_SIZE, &mut back).unwrap();
+        assert!(back == noisy(page), "page {page}");
+    }
+    let stats = region.stats();
+    assert!(stats.evictions_refused > 0, "{stats:?}");
+    assert!(stats.store.mm.mem_used_total <= 16 * 1024);
+}
+
+#[test]
+fn threads_write_and_read_while_pages_are_evicted() {
+    let pages = 512;
+    let threads = 4;
+    let region = region(pages, 24, StoreConfig::default());
+    let base = region.as_ptr() as usize;
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            s.spawn(move || {
+                // Each thread owns the pages `p % threads == t`: no two threads write the
+                // same bytes, as the raw access requires.
+                let mine: Vec<usize> = (0..pages).filter(|p| p % threads == t).collect();
+                let mut back = vec![0u8; PAGE_SIZE];
+                for version in 0..4u32 {
+                    for &page in &mine {
+                        let data = content(page, version);
+                        // SAFETY: in the region, owned by this thread (see above); the region
+                        // outlives the scope.
+                        unsafe {
+                            std::ptr::copy_nonoverlapping(
+                                data.as_ptr(),
+                                (base + page * PAGE_SIZE) as *mut u8,
+                                PAGE_SIZE,
+                            )
+                        };
+                    }
+                    for &page in mine.iter().rev() {
+                        // SAFETY: as above.
+                        unsafe {
+                            std::ptr::copy_nonoverlapping(
+                                (base + page * PAGE_SIZE) as *const u8,
+                                back.as_mut_ptr(),
+                                PAGE_SIZE,
+                            )
+                        };
+                        assert!(back == content(page, version), "thread {t} page {page} version {version}");
+                    }
+                }
+            });
+        }
+    });
+    let stats = region.stats();
+    eprintln!(
+        "threads: {} swap-outs, {} write-protect faults (writers that met a page being stored)",
+        stats.swap_outs, stats.wp_faults
+    );
+    assert!(stats.swap_outs > 1000, "{stats:?}");
+    assert!(stats.resident_pages <= 24, "{stats:?}");
+}
+
+#[test]
+fn drop_returns_promptly_after_busy_use() {
+    let start = std::time::Instant::now();
+    for _ in 0..8 {
+        let mut region = region(64, 2, StoreConfig::default());
+        for page in 0..64 {
+            region.write(page * PAGE_SIZE, &content(page, 1)).unwrap();
+        }
+        drop(region);
+    }
+    assert!(start.elapsed().as_secs() < 60, "eight regions took {:?}", start.elapsed());
+}
+
+#[test]
+fn accesses_past_the_end_are_refused() {
+    let mut region = region(2, 1, StoreConfig::default());
+    let mut buf = [0u8; 16];
+    assert!(region.read(2 * PAGE_SIZE - 8, &mut buf).is_err());
+    assert!(region.write(usize::MAX, &buf).is_err());
+    assert!(Region::new(0, RegionConfig::new(1, lzo_rle())).is_err());
+}
+
+#[test]
+fn random_accesses_match_a_model() {
+    // 5,000 random writes and reads of partial pages against a plain copy of the region,
+    // with room for 3 resident pages out of 48: every read must see the model's bytes.
+    let pages = 48;
+    let mut region = region(pages, 3, StoreConfig::default());
+    let mut model = vec![0u8; pages * PAGE_SIZE];
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut buf = vec![0u8; 3 * PAGE_SIZE];
+    for step in 0..5000 {
+        let offset = (next() % (pages * PAGE_SIZE) as u64) as usize;
+        let len = ((next() % (2 * PAGE_SIZE as u64)) as usize + 1).min(pages * PAGE_SIZE - offset);
+        if next() % 2 == 0 {
+            let fill = (step % 251) as u8;
+            let data: Vec<u8> = (0..len).map(|i| fill ^ (i % 7) as u8).collect();
+            region.write(offset, &data).unwrap();
+            model[offset..offset + len].copy_from_slice(&data);
+        } else {
+            region.read(offset, &mut buf[..len]).unwrap();
+            assert!(buf[..len] == model[offset..offset + len], "step {step}: {len} bytes at {offset}");
+        }
+    }
+    let stats = region.stats();
+    assert!(stats.swap_outs > 500 && stats.faults_from_store > 500, "{stats:?}");
+}
+
+#[test]
+fn writes_during_eviction_wait_and_are_kept() {
+    // One thread keeps writing a counter into a hot page and reading it back; another walks
+    // the rest of the region, so the hot page keeps becoming the oldest resident page and is
+    // evicted under the writer. Writes that meet it being stored wait (write-protect faults)
+    // and must all be kept. Runs until such faults were seen, at most 20 s.
+    let pages = 64;
+    let region = region(pages, 4, StoreConfig::default());
+    let base = region.as_ptr() as usize;
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let hot = base as *mut u64;
+            let mut value = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                value += 1;
+                // SAFETY: page 0 belongs to this thread alone; the region outlives the scope.
+                unsafe {
+                    hot.write_volatile(value);
+                    assert_eq!(hot.read_volatile(), value, "a write to the hot page was lost");
+                }
+            }
+        });
+        s.spawn(|| {
+            let mut page = 1;
+            while std::time::Instant::now() < deadline && region.stats().wp_faults == 0 {
+                // SAFETY: pages 1.. belong to this thread alone.
+                unsafe { ((base + page * PAGE_SIZE) as *mut u8).write_volatile(page as u8) };
+                page = if page + 1 == pages { 1 } else { page + 1 };
+            }
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
+    });
+    let stats = region.stats();
+    assert!(stats.wp_faults > 0, "no write met a page being stored in 20 s: {stats:?}");
+}
