@@ -42,5 +42,7 @@ pub mod peers;
 pub mod report;
 pub mod simulate;
 pub mod storebench;
+#[cfg(target_os = "linux")]
+pub mod swap;
 pub mod timing;
 pub mod zram;

@@ -47,6 +47,11 @@ enum Command {
     /// compressor, lz4 -> lz4_flex (pagecodec-adapters, different bytes from the kernel's
     /// C LZ4), zstd -> C zstd level 3 (pagecodec-adapters).
     Zram(ZramArgs),
+    /// Run a workload of the 2001 compressed-cache paper for real over a uswap region
+    /// (userfaultfd, Linux) with N MiB resident, every page checked on every read, next to
+    /// simulate's prediction.
+    #[cfg(target_os = "linux")]
+    Swap(SwapArgs),
     /// The built-in heap workload the default run captures when no python3/node exists.
     #[command(hide = true)]
     HeapWorkload {
@@ -178,6 +183,23 @@ struct StoreArgs {
 }
 
 #[derive(Args, Debug)]
+#[cfg(target_os = "linux")]
+struct SwapArgs {
+    /// The workload.
+    #[arg(long, value_enum)]
+    workload: pagebench::simulate::Workload,
+    /// Resident MiB: the region's resident limit, as simulate's RAM.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    ram_mb: u32,
+    /// The store's codec: wkdm, lzo-rle, lzo, lz4-page or hybrid.
+    #[arg(long, default_value = "lzo-rle")]
+    codec: String,
+    /// JSON on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
 struct ZramArgs {
     /// Page files (default: capture a child workload).
     #[arg(long, num_args = 1.., value_name = "FILE")]
@@ -258,6 +280,16 @@ fn main() -> ExitCode {
             json: a.json,
         })
         .map(drop),
+        #[cfg(target_os = "linux")]
+        Some(Command::Swap(a)) => pagebench::swap::swap(a.workload, a.ram_mb as usize, &a.codec)
+            .map(|report| {
+                if a.json {
+                    println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+                } else {
+                    print!("{}", report.render());
+                }
+            })
+            .map_err(|e| e.into()),
         Some(Command::HeapWorkload { ready }) => {
             pagebench::capture::run_heap_workload(&ready).map_err(|e| Box::new(e) as app::AnyError)
         }

@@ -87,7 +87,7 @@ pub struct Machine<C: EntryCodec> {
 }
 
 /// FNV-1a of a page: what the replay remembers of each page's content.
-fn fingerprint(page: &Page) -> u64 {
+pub(crate) fn fingerprint(page: &Page) -> u64 {
     page.words64().iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &w| (h ^ w).wrapping_mul(0x100_0000_01b3))
 }
 
@@ -203,22 +203,63 @@ fn key(region: u64, index: usize) -> u64 {
     (region << 40) | index as u64
 }
 
+/// What a workload runs on: the simulated machine, or real memory (`pagebench swap`).
+pub trait Memory {
+    /// Reads page `key`.
+    ///
+    /// # Errors
+    ///
+    /// A page lost or corrupted.
+    fn read(&mut self, key: u64) -> Result<&Page, String>;
+
+    /// Writes page `key` through `write`.
+    ///
+    /// # Errors
+    ///
+    /// A page lost or corrupted.
+    fn write(&mut self, key: u64, write: &mut dyn FnMut(&mut Page)) -> Result<(), String>;
+}
+
+impl<C: EntryCodec> Memory for Machine<C> {
+    fn read(&mut self, key: u64) -> Result<&Page, String> {
+        Machine::read(self, key)
+    }
+    fn write(&mut self, key: u64, write: &mut dyn FnMut(&mut Page)) -> Result<(), String> {
+        Machine::write(self, key, write)
+    }
+}
+
+/// The page `key` names in a flat array of `region_pages`-page regions (the workloads use
+/// regions 0..4).
+pub fn key_to_page(key: u64, region_pages: usize) -> usize {
+    (key >> 40) as usize * region_pages + (key & ((1 << 40) - 1)) as usize
+}
+
+/// Pages each region of `workload` needs with `ram_pages` of RAM (at least every index it
+/// touches), for laying the regions out in real memory.
+pub fn region_pages(workload: Workload, ram_pages: usize) -> usize {
+    let blocks = (ram_pages * 3 / 2).div_ceil(256).max(1);
+    match workload {
+        Workload::Mmap001 => ram_pages * 5 / 4,
+        Workload::Mmap002 => ram_pages * 3 / 2,
+        Workload::Fillmem => blocks * FILLMEM_BLOCK_PAGES,
+        Workload::Memload => (ram_pages * 11 / 10).max(2),
+    }
+    .max(1)
+}
+
 /// Replays `workload` on `machine` whose RAM is `ram_pages` pages.
 ///
 /// # Errors
 ///
 /// The first page the store loses or corrupts.
-pub fn replay<C: EntryCodec>(
-    machine: &mut Machine<C>,
-    workload: Workload,
-    ram_pages: usize,
-) -> Result<(), String> {
+pub fn replay<M: Memory>(machine: &mut M, workload: Workload, ram_pages: usize) -> Result<(), String> {
     match workload {
         Workload::Mmap001 => {
             let n = ram_pages * 5 / 4;
             let ramp = ramp_page();
             for i in 0..n {
-                machine.write(key(0, i), |p| *p = ramp.clone())?;
+                machine.write(key(0, i), &mut |p| *p = ramp.clone())?;
             }
             for i in 0..n {
                 machine.read(key(0, i))?;
@@ -228,20 +269,20 @@ pub fn replay<C: EntryCodec>(
             let n = ram_pages * 3 / 2;
             let ramp = ramp_page();
             for i in 0..n {
-                machine.write(key(0, i), |p| *p = ramp.clone())?;
+                machine.write(key(0, i), &mut |p| *p = ramp.clone())?;
             }
             for (from, to) in [(0, 1), (1, 0)] {
                 for i in 0..n {
                     let page = machine.read(key(from, i))?.clone();
-                    machine.write(key(to, i), |p| *p = page)?;
+                    machine.write(key(to, i), &mut |p| *p = page.clone())?;
                 }
             }
         }
         Workload::Fillmem => {
             let blocks = (ram_pages * 3 / 2).div_ceil(256).max(1);
-            let write_block = |m: &mut Machine<C>, b: usize, byte: u8| -> Result<(), String> {
+            let write_block = |m: &mut M, b: usize, byte: u8| -> Result<(), String> {
                 for (j, page) in fillmem_block(byte).into_iter().enumerate() {
-                    m.write(key(2, b * FILLMEM_BLOCK_PAGES + j), |p| *p = page)?;
+                    m.write(key(2, b * FILLMEM_BLOCK_PAGES + j), &mut |p| *p = page.clone())?;
                 }
                 Ok(())
             };
@@ -267,7 +308,7 @@ pub fn replay<C: EntryCodec>(
             for pass in 0..3u32 {
                 for k in 0..n {
                     let i = k * stride % n;
-                    machine.write(key(3, i), |p| {
+                    machine.write(key(3, i), &mut |p| {
                         p.words_mut()[(pass as usize * 97) % 1024] = pass * n as u32 + i as u32
                     })?;
                 }

@@ -1,0 +1,183 @@
+//! `pagebench swap`: the workloads of the 2001 compressed-cache paper run for real over a
+//! `uswap` region (Linux, userfaultfd), every page checked on every read, next to what
+//! `simulate` predicts for the same workload and RAM.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use pagecodec::{PAGE_SIZE, Page};
+use pagestore::{CodecFactory, SendCodec};
+use serde::Serialize;
+use uswap::{Region, RegionConfig};
+
+use crate::simulate::{Memory, Workload, fingerprint, key_to_page, region_pages, replay};
+
+/// The store codec behind `name` for a region: wkdm, lzo-rle, lzo, lz4-page or hybrid.
+///
+/// # Errors
+///
+/// An unknown name, with the known ones.
+pub fn factory(name: &str) -> Result<CodecFactory, String> {
+    let make: fn() -> SendCodec = match name {
+        "wkdm" => || Box::new(wkdm::Wkdm::default()),
+        "lzo-rle" => || Box::new(lzokit::LzoRle::default()),
+        "lzo" => || Box::new(lzokit::Lzo1x::default()),
+        "lz4-page" => || Box::new(pagecodec_adapters::Lz4::new()),
+        "hybrid" => || Box::new(crate::codecs::hybrid()),
+        _ => {
+            return Err(format!(
+                "unknown codec {name:?} for swap; known: wkdm, lzo-rle, lzo, lz4-page, hybrid"
+            ));
+        }
+    };
+    Ok(Box::new(make))
+}
+
+/// A workload's memory in a region: each key a page, each read checked against the
+/// fingerprint of what was last written there (zeros if never written).
+struct RegionMemory {
+    region: Region,
+    region_pages: usize,
+    page: Page,
+    truth: HashMap<u64, u64>,
+    zero: u64,
+}
+
+impl Memory for RegionMemory {
+    fn read(&mut self, key: u64) -> Result<&Page, String> {
+        let at = key_to_page(key, self.region_pages) * PAGE_SIZE;
+        self.region.read(at, self.page.as_bytes_mut()).map_err(|e| e.to_string())?;
+        let want = self.truth.get(&key).copied().unwrap_or(self.zero);
+        if fingerprint(&self.page) != want {
+            return Err(format!("page {key:#x} came back with other bytes than last written"));
+        }
+        Ok(&self.page)
+    }
+
+    fn write(&mut self, key: u64, write: &mut dyn FnMut(&mut Page)) -> Result<(), String> {
+        self.read(key)?;
+        write(&mut self.page);
+        let at = key_to_page(key, self.region_pages) * PAGE_SIZE;
+        self.region.write(at, self.page.as_bytes()).map_err(|e| e.to_string())?;
+        self.truth.insert(key, fingerprint(&self.page));
+        Ok(())
+    }
+}
+
+/// What one `swap` run measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct SwapReport {
+    /// The workload.
+    pub workload: Workload,
+    /// Resident limit, MiB.
+    pub ram_mb: usize,
+    /// The store's codec.
+    pub codec: String,
+    /// Wall time of the workload, seconds.
+    pub seconds: f64,
+    /// Pages brought back from the store.
+    pub swap_ins: u64,
+    /// Pages stored and dropped.
+    pub swap_outs: u64,
+    /// First touches resolved with zeros.
+    pub zero_fills: u64,
+    /// Writes that met a page being stored.
+    pub wp_faults: u64,
+    /// Fault handling, ns: median, p99, max.
+    pub fault_ns: [u64; 3],
+    /// Bytes the store holds from its page source at the end.
+    pub mem_used_total: u64,
+    /// Stream bytes at the end.
+    pub compr_data_size: u64,
+    /// `simulate`'s pswpin and pswpout for the same workload, RAM and codec.
+    pub predicted: [u64; 2],
+}
+
+/// Runs `workload` with `ram_mb` MiB resident over a region compressing with `codec`.
+///
+/// # Errors
+///
+/// No userfaultfd, an unknown codec, or a page that came back wrong.
+pub fn swap(workload: Workload, ram_mb: usize, codec: &str) -> Result<SwapReport, String> {
+    let ram_pages = ram_mb * 256;
+    let per_region = region_pages(workload, ram_pages);
+    let mut config = RegionConfig::new(ram_pages, factory(codec)?);
+    config.shards = 4;
+    let region = Region::new(4 * per_region, config).map_err(|e| e.to_string())?;
+    let mut memory = RegionMemory {
+        region,
+        region_pages: per_region,
+        page: Page::zeroed(),
+        truth: HashMap::new(),
+        zero: 0,
+    };
+    memory.zero = fingerprint(&Page::zeroed());
+    let start = Instant::now();
+    replay(&mut memory, workload, ram_pages)?;
+    let seconds = start.elapsed().as_secs_f64();
+    let stats = memory.region.stats();
+    let timer = crate::timing::Timer::new();
+    let prediction = match codec {
+        "hybrid" => crate::simulate::simulate(crate::codecs::hybrid(), workload, ram_mb, &timer),
+        name => {
+            let codec = crate::codecs::by_name(name).ok_or_else(|| format!("unknown codec {name:?}"))?;
+            crate::simulate::simulate(codec, workload, ram_mb, &timer)
+        }
+    }?;
+    Ok(SwapReport {
+        workload,
+        ram_mb,
+        codec: codec.into(),
+        seconds,
+        swap_ins: stats.faults_from_store,
+        swap_outs: stats.swap_outs,
+        zero_fills: stats.zero_fills,
+        wp_faults: stats.wp_faults,
+        fault_ns: [stats.fault_latency.median, stats.fault_latency.p99, stats.fault_latency.max],
+        mem_used_total: stats.store.mm.mem_used_total,
+        compr_data_size: stats.store.mm.compr_data_size,
+        predicted: [prediction.counters.pswpin, prediction.counters.pswpout],
+    })
+}
+
+impl SwapReport {
+    /// One line per figure, the prediction beside the measured swaps.
+    pub fn render(&self) -> String {
+        format!(
+            "{:?} with {} MiB resident, {}: {:.3} s, every page read checked\n\
+             swap-ins {} (simulate predicts {}), swap-outs {} (predicts {}), zero fills {}, \
+             write-protect faults {}\n\
+             fault handling ns: median {} p99 {} max {} (reading the fault to resolving it, \
+             eviction included)\n\
+             store at the end: compr_data_size {} mem_used_total {}\n",
+            self.workload,
+            self.ram_mb,
+            self.codec,
+            self.seconds,
+            self.swap_ins,
+            self.predicted[0],
+            self.swap_outs,
+            self.predicted[1],
+            self.zero_fills,
+            self.wp_faults,
+            self.fault_ns[0],
+            self.fault_ns[1],
+            self.fault_ns[2],
+            self.compr_data_size,
+            self.mem_used_total
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fillmem_runs_for_real_with_every_page_checked() {
+        let report =
+            swap(Workload::Fillmem, 1, "lzo-rle").unwrap_or_else(|e| panic!("needs userfaultfd: {e}"));
+        assert!(report.swap_outs > 0 && report.swap_ins > 0, "{report:?}");
+        assert!(factory("nope").is_err());
+    }
+}
