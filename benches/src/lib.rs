@@ -37,6 +37,8 @@ pub mod app;
 pub mod capture;
 pub mod codecs;
 pub mod corpus;
+#[cfg(target_os = "linux")]
+pub mod kswap;
 pub mod measure;
 pub mod peers;
 pub mod report;

@@ -52,6 +52,17 @@ enum Command {
     /// simulate's prediction.
     #[cfg(target_os = "linux")]
     Swap(SwapArgs),
+    /// The workload process of `swap --kernel-zram` (started by it, in its memory cgroup).
+    #[cfg(target_os = "linux")]
+    #[command(hide = true)]
+    KernelWorkload {
+        /// The workload.
+        #[arg(long, value_enum)]
+        workload: pagebench::simulate::Workload,
+        /// The cgroup's limit, MiB (sizes the workload).
+        #[arg(long)]
+        ram_mb: usize,
+    },
     /// The built-in heap workload the default run captures when no python3/node exists.
     #[command(hide = true)]
     HeapWorkload {
@@ -191,9 +202,14 @@ struct SwapArgs {
     /// Resident MiB: the region's resident limit, as simulate's RAM.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=65536))]
     ram_mb: u32,
-    /// The store's codec: wkdm, lzo-rle, lzo, lz4-page or hybrid.
+    /// The store's codec: wkdm, lzo-rle, lzo, lz4-page or hybrid (with --kernel-zram: a
+    /// codec the kernel's zram offers, such as lzo-rle or lz4).
     #[arg(long, default_value = "lzo-rle")]
     codec: String,
+    /// Run the workload in a child process in a memory cgroup of --ram-mb MiB with swap on a
+    /// zram device of its own (root): the kernel as the reference.
+    #[arg(long)]
+    kernel_zram: bool,
     /// JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -281,6 +297,23 @@ fn main() -> ExitCode {
         })
         .map(drop),
         #[cfg(target_os = "linux")]
+        #[cfg(target_os = "linux")]
+        Some(Command::Swap(a)) if a.kernel_zram => pagebench::kswap::kernel_swap(
+            &pagebench::zram::ZramPaths::default(),
+            std::path::Path::new(pagebench::kswap::CGROUP_MEMORY),
+            a.workload,
+            a.ram_mb as usize,
+            &a.codec,
+        )
+        .map(|report| {
+            if a.json {
+                println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+            } else {
+                print!("{}", report.render());
+            }
+        })
+        .map_err(|e| e.into()),
+        #[cfg(target_os = "linux")]
         Some(Command::Swap(a)) => pagebench::swap::swap(a.workload, a.ram_mb as usize, &a.codec)
             .map(|report| {
                 if a.json {
@@ -290,6 +323,10 @@ fn main() -> ExitCode {
                 }
             })
             .map_err(|e| e.into()),
+        #[cfg(target_os = "linux")]
+        Some(Command::KernelWorkload { workload, ram_mb }) => {
+            pagebench::kswap::child(workload, ram_mb).map_err(|e| e.into())
+        }
         Some(Command::HeapWorkload { ready }) => {
             pagebench::capture::run_heap_workload(&ready).map_err(|e| Box::new(e) as app::AnyError)
         }

@@ -33,20 +33,78 @@ pub fn factory(name: &str) -> Result<CodecFactory, String> {
     Ok(Box::new(make))
 }
 
-/// A workload's memory in a region: each key a page, each read checked against the
-/// fingerprint of what was last written there (zeros if never written).
-struct RegionMemory {
-    region: Region,
+/// Memory a workload's pages live in: a uswap region, or plain anonymous memory (the
+/// kernel's own swapping, `--kernel-zram`).
+pub trait Bytes {
+    /// Copies `buf.len()` bytes from `offset`.
+    ///
+    /// # Errors
+    ///
+    /// Out of range, or the memory failed.
+    fn read_at(&self, offset: usize, buf: &mut [u8]) -> Result<(), String>;
+    /// Copies `data` to `offset`.
+    ///
+    /// # Errors
+    ///
+    /// Out of range, or the memory failed.
+    fn write_at(&mut self, offset: usize, data: &[u8]) -> Result<(), String>;
+}
+
+impl Bytes for Region {
+    fn read_at(&self, offset: usize, buf: &mut [u8]) -> Result<(), String> {
+        self.read(offset, buf).map_err(|e| e.to_string())
+    }
+    fn write_at(&mut self, offset: usize, data: &[u8]) -> Result<(), String> {
+        self.write(offset, data).map_err(|e| e.to_string())
+    }
+}
+
+/// Zeroed heap memory that the kernel maps page by page as it is touched.
+pub struct Anonymous(Vec<u8>);
+
+impl Anonymous {
+    /// `len` bytes, all zero, none touched yet.
+    pub fn new(len: usize) -> Anonymous {
+        // `vec![0; n]` asks the allocator for zeroed memory: a fresh mapping, untouched.
+        Anonymous(vec![0u8; len])
+    }
+}
+
+impl Bytes for Anonymous {
+    fn read_at(&self, offset: usize, buf: &mut [u8]) -> Result<(), String> {
+        let src = self.0.get(offset..offset + buf.len()).ok_or("read out of range")?;
+        buf.copy_from_slice(src);
+        Ok(())
+    }
+    fn write_at(&mut self, offset: usize, data: &[u8]) -> Result<(), String> {
+        self.0.get_mut(offset..offset + data.len()).ok_or("write out of range")?.copy_from_slice(data);
+        Ok(())
+    }
+}
+
+/// A workload's memory: each key a page, each read checked against the fingerprint of what
+/// was last written there (zeros if never written).
+pub struct Checked<B: Bytes> {
+    /// Where the pages are.
+    pub bytes: B,
     region_pages: usize,
     page: Page,
     truth: HashMap<u64, u64>,
     zero: u64,
 }
 
-impl Memory for RegionMemory {
+impl<B: Bytes> Checked<B> {
+    /// Pages of `bytes` laid out as four regions of `region_pages` pages.
+    pub fn new(bytes: B, region_pages: usize) -> Self {
+        let zero = fingerprint(&Page::zeroed());
+        Checked { bytes, region_pages, page: Page::zeroed(), truth: HashMap::new(), zero }
+    }
+}
+
+impl<B: Bytes> Memory for Checked<B> {
     fn read(&mut self, key: u64) -> Result<&Page, String> {
         let at = key_to_page(key, self.region_pages) * PAGE_SIZE;
-        self.region.read(at, self.page.as_bytes_mut()).map_err(|e| e.to_string())?;
+        self.bytes.read_at(at, self.page.as_bytes_mut())?;
         let want = self.truth.get(&key).copied().unwrap_or(self.zero);
         if fingerprint(&self.page) != want {
             return Err(format!("page {key:#x} came back with other bytes than last written"));
@@ -58,7 +116,7 @@ impl Memory for RegionMemory {
         self.read(key)?;
         write(&mut self.page);
         let at = key_to_page(key, self.region_pages) * PAGE_SIZE;
-        self.region.write(at, self.page.as_bytes()).map_err(|e| e.to_string())?;
+        self.bytes.write_at(at, self.page.as_bytes())?;
         self.truth.insert(key, fingerprint(&self.page));
         Ok(())
     }
@@ -104,18 +162,11 @@ pub fn swap(workload: Workload, ram_mb: usize, codec: &str) -> Result<SwapReport
     let mut config = RegionConfig::new(ram_pages, factory(codec)?);
     config.shards = 4;
     let region = Region::new(4 * per_region, config).map_err(|e| e.to_string())?;
-    let mut memory = RegionMemory {
-        region,
-        region_pages: per_region,
-        page: Page::zeroed(),
-        truth: HashMap::new(),
-        zero: 0,
-    };
-    memory.zero = fingerprint(&Page::zeroed());
+    let mut memory = Checked::new(region, per_region);
     let start = Instant::now();
     replay(&mut memory, workload, ram_pages)?;
     let seconds = start.elapsed().as_secs_f64();
-    let stats = memory.region.stats();
+    let stats = memory.bytes.stats();
     let timer = crate::timing::Timer::new();
     let prediction = match codec {
         "hybrid" => crate::simulate::simulate(crate::codecs::hybrid(), workload, ram_mb, &timer),
