@@ -196,9 +196,13 @@ struct StoreArgs {
 #[derive(Args, Debug)]
 #[cfg(target_os = "linux")]
 struct SwapArgs {
-    /// The workload.
-    #[arg(long, value_enum)]
-    workload: pagebench::simulate::Workload,
+    /// The workload (or --threads for random pages from several threads).
+    #[arg(long, value_enum, required_unless_present = "threads")]
+    workload: Option<pagebench::simulate::Workload>,
+    /// Instead of a workload: this many threads reading and writing random pages of a region
+    /// twice the resident limit, every read checked.
+    #[arg(long, conflicts_with_all = ["workload", "kernel_zram"])]
+    threads: Option<usize>,
     /// Resident MiB: the region's resident limit, as simulate's RAM.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=65536))]
     ram_mb: u32,
@@ -298,10 +302,26 @@ fn main() -> ExitCode {
         .map(drop),
         #[cfg(target_os = "linux")]
         #[cfg(target_os = "linux")]
+        Some(Command::Swap(SwapArgs { threads: Some(threads), ram_mb, codec, json, .. })) => {
+            pagebench::swap::random(threads, ram_mb as usize, &codec)
+                .map(|report| {
+                    if json {
+                        println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+                    } else {
+                        print!("{}", report.render());
+                    }
+                })
+                .map_err(|e| e.into())
+        }
+        #[cfg(target_os = "linux")]
+        Some(Command::Swap(SwapArgs { workload: None, .. })) => {
+            Err("swap needs --workload or --threads".into())
+        }
+        #[cfg(target_os = "linux")]
         Some(Command::Swap(a)) if a.kernel_zram => pagebench::kswap::kernel_swap(
             &pagebench::zram::ZramPaths::default(),
             std::path::Path::new(pagebench::kswap::CGROUP_MEMORY),
-            a.workload,
+            a.workload.unwrap_or(pagebench::simulate::Workload::Fillmem),
             a.ram_mb as usize,
             &a.codec,
         )
@@ -314,15 +334,19 @@ fn main() -> ExitCode {
         })
         .map_err(|e| e.into()),
         #[cfg(target_os = "linux")]
-        Some(Command::Swap(a)) => pagebench::swap::swap(a.workload, a.ram_mb as usize, &a.codec)
-            .map(|report| {
-                if a.json {
-                    println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
-                } else {
-                    print!("{}", report.render());
-                }
-            })
-            .map_err(|e| e.into()),
+        Some(Command::Swap(a)) => pagebench::swap::swap(
+            a.workload.unwrap_or(pagebench::simulate::Workload::Fillmem),
+            a.ram_mb as usize,
+            &a.codec,
+        )
+        .map(|report| {
+            if a.json {
+                println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+            } else {
+                print!("{}", report.render());
+            }
+        })
+        .map_err(|e| e.into()),
         #[cfg(target_os = "linux")]
         Some(Command::KernelWorkload { workload, ram_mb }) => {
             pagebench::kswap::child(workload, ram_mb).map_err(|e| e.into())

@@ -225,10 +225,149 @@ mod tests {
     use super::*;
 
     #[test]
+    fn random_pages_from_three_threads_stay_intact() {
+        let report = random(3, 1, "wkdm").unwrap_or_else(|e| panic!("{e}"));
+        assert!(report.swap_outs > 0 && report.swap_ins > 0, "{report:?}");
+    }
+
+    #[test]
     fn fillmem_runs_for_real_with_every_page_checked() {
         let report =
             swap(Workload::Fillmem, 1, "lzo-rle").unwrap_or_else(|e| panic!("needs userfaultfd: {e}"));
         assert!(report.swap_outs > 0 && report.swap_ins > 0, "{report:?}");
         assert!(factory("nope").is_err());
+    }
+}
+
+/// What the multi-threaded random workload measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct RandomReport {
+    /// Threads.
+    pub threads: usize,
+    /// Resident limit, MiB.
+    pub ram_mb: usize,
+    /// The store's codec.
+    pub codec: String,
+    /// Reads and writes done (each a whole page, each read checked).
+    pub accesses: u64,
+    /// Wall time, seconds.
+    pub seconds: f64,
+    /// Pages brought back from the store.
+    pub swap_ins: u64,
+    /// Pages stored and dropped.
+    pub swap_outs: u64,
+    /// Writes that met a page being stored.
+    pub wp_faults: u64,
+    /// Fault handling, ns: median, p99, max.
+    pub fault_ns: [u64; 3],
+}
+
+/// `threads` threads reading and writing random pages of a region twice the resident limit
+/// (each thread owns the pages `p % threads == t`, so no two write the same bytes), each
+/// page's content derived from its number and version and checked on every read.
+///
+/// # Errors
+///
+/// No userfaultfd, an unknown codec, or a page that came back wrong.
+pub fn random(threads: usize, ram_mb: usize, codec: &str) -> Result<RandomReport, String> {
+    let threads = threads.max(1);
+    let resident = ram_mb * 256;
+    let pages = 2 * resident;
+    let region =
+        Region::new(pages, RegionConfig::new(resident, factory(codec)?)).map_err(|e| e.to_string())?;
+    let base = region.as_ptr() as usize;
+    let per_thread = 4 * pages as u64 / threads as u64;
+    let start = Instant::now();
+    let failures: Vec<String> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|t| {
+                s.spawn(move || -> Result<(), String> {
+                    let mine: Vec<usize> = (0..pages).filter(|p| p % threads == t).collect();
+                    let mut versions = vec![0u32; mine.len()];
+                    let mut state = 0x9E37_79B9_7F4A_7C15u64 ^ t as u64;
+                    let mut page = Page::zeroed();
+                    for _ in 0..per_thread {
+                        state ^= state << 13;
+                        state ^= state >> 7;
+                        state ^= state << 17;
+                        let i = (state % mine.len() as u64) as usize;
+                        let at = (base + mine[i] * PAGE_SIZE) as *mut u8;
+                        if state >> 63 == 0 {
+                            versions[i] += 1;
+                            stamp(&mut page, mine[i], versions[i]);
+                            // SAFETY: page `mine[i]` lies in the region (which outlives the
+                            // scope) and only this thread writes or reads it.
+                            unsafe { std::ptr::copy_nonoverlapping(page.as_bytes().as_ptr(), at, PAGE_SIZE) };
+                        } else {
+                            // SAFETY: as above.
+                            unsafe {
+                                std::ptr::copy_nonoverlapping(at, page.as_bytes_mut().as_mut_ptr(), PAGE_SIZE)
+                            };
+                            let mut want = Page::zeroed();
+                            if versions[i] > 0 {
+                                stamp(&mut want, mine[i], versions[i]);
+                            }
+                            if page != want {
+                                return Err(format!(
+                                    "thread {t}: page {} is not version {}",
+                                    mine[i], versions[i]
+                                ));
+                            }
+                        }
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .filter_map(|w| w.join().unwrap_or_else(|_| Err("a thread panicked".into())).err())
+            .collect()
+    });
+    if let Some(first) = failures.into_iter().next() {
+        return Err(first);
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    let stats = region.stats();
+    Ok(RandomReport {
+        threads,
+        ram_mb,
+        codec: codec.into(),
+        accesses: per_thread * threads as u64,
+        seconds,
+        swap_ins: stats.faults_from_store,
+        swap_outs: stats.swap_outs,
+        wp_faults: stats.wp_faults,
+        fault_ns: [stats.fault_latency.median, stats.fault_latency.p99, stats.fault_latency.max],
+    })
+}
+
+/// Page `page` at `version`: compressible, different for every page and version.
+fn stamp(out: &mut Page, page: usize, version: u32) {
+    for (i, chunk) in out.as_bytes_mut().chunks_exact_mut(8).enumerate() {
+        let word = if i % 8 == 0 { (page as u64) << 32 | u64::from(version) } else { (i % 5) as u64 };
+        chunk.copy_from_slice(&word.to_le_bytes());
+    }
+}
+
+impl RandomReport {
+    /// One line per figure.
+    pub fn render(&self) -> String {
+        format!(
+            "random pages, {} threads, {} MiB resident of {} MiB, {}: {} accesses in {:.3} s, every read checked\n\
+             swap-ins {}, swap-outs {}, write-protect faults {}; fault handling ns: median {} p99 {} max {}\n",
+            self.threads,
+            self.ram_mb,
+            2 * self.ram_mb,
+            self.codec,
+            self.accesses,
+            self.seconds,
+            self.swap_ins,
+            self.swap_outs,
+            self.wp_faults,
+            self.fault_ns[0],
+            self.fault_ns[1],
+            self.fault_ns[2]
+        )
     }
 }
