@@ -301,52 +301,7 @@ fn main() -> ExitCode {
         })
         .map(drop),
         #[cfg(target_os = "linux")]
-        #[cfg(target_os = "linux")]
-        Some(Command::Swap(SwapArgs { threads: Some(threads), ram_mb, codec, json, .. })) => {
-            pagebench::swap::random(threads, ram_mb as usize, &codec)
-                .map(|report| {
-                    if json {
-                        println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
-                    } else {
-                        print!("{}", report.render());
-                    }
-                })
-                .map_err(|e| e.into())
-        }
-        #[cfg(target_os = "linux")]
-        Some(Command::Swap(SwapArgs { workload: None, .. })) => {
-            Err("swap needs --workload or --threads".into())
-        }
-        #[cfg(target_os = "linux")]
-        Some(Command::Swap(a)) if a.kernel_zram => pagebench::kswap::kernel_swap(
-            &pagebench::zram::ZramPaths::default(),
-            std::path::Path::new(pagebench::kswap::CGROUP_MEMORY),
-            a.workload.unwrap_or(pagebench::simulate::Workload::Fillmem),
-            a.ram_mb as usize,
-            &a.codec,
-        )
-        .map(|report| {
-            if a.json {
-                println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
-            } else {
-                print!("{}", report.render());
-            }
-        })
-        .map_err(|e| e.into()),
-        #[cfg(target_os = "linux")]
-        Some(Command::Swap(a)) => pagebench::swap::swap(
-            a.workload.unwrap_or(pagebench::simulate::Workload::Fillmem),
-            a.ram_mb as usize,
-            &a.codec,
-        )
-        .map(|report| {
-            if a.json {
-                println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
-            } else {
-                print!("{}", report.render());
-            }
-        })
-        .map_err(|e| e.into()),
+        Some(Command::Swap(a)) => swap(a),
         #[cfg(target_os = "linux")]
         Some(Command::KernelWorkload { workload, ram_mb }) => {
             pagebench::kswap::child(workload, ram_mb).map_err(|e| e.into())
@@ -362,6 +317,39 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `swap`: a workload over uswap, the same under the kernel's zram (`--kernel-zram`), or
+/// random pages from several threads (`--threads`).
+#[cfg(target_os = "linux")]
+fn swap(a: SwapArgs) -> Result<(), app::AnyError> {
+    use pagebench::{kswap, swap, zram};
+    fn emit<T: serde::Serialize>(json: bool, report: &T, text: String) {
+        if json {
+            println!("{}", serde_json::to_string_pretty(report).unwrap_or_default());
+        } else {
+            print!("{text}");
+        }
+    }
+    let ram_mb = a.ram_mb as usize;
+    match (a.threads, a.workload) {
+        (Some(threads), _) => {
+            let report = swap::random(threads, ram_mb, &a.codec)?;
+            emit(a.json, &report, report.render());
+        }
+        (None, None) => return Err("swap needs --workload or --threads".into()),
+        (None, Some(workload)) if a.kernel_zram => {
+            let cgroups = std::path::Path::new(kswap::CGROUP_MEMORY);
+            let report =
+                kswap::kernel_swap(&zram::ZramPaths::default(), cgroups, workload, ram_mb, &a.codec)?;
+            emit(a.json, &report, report.render());
+        }
+        (None, Some(workload)) => {
+            let report = swap::swap(workload, ram_mb, &a.codec)?;
+            emit(a.json, &report, report.render());
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

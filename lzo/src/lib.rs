@@ -64,6 +64,35 @@ pub use pagecodec::CompressError;
 use compress::PageCompressor;
 use pagecodec::{PAGE_SIZE, Page, PageCodec};
 
+/// The `PageCodec` methods the codecs share (their name, the largest stream, the decoder,
+/// which reads both formats); `compress` is each codec's own.
+macro_rules! page_codec {
+    ($codec:ty, $name:literal, |$this:ident, $page:ident, $out:ident| $compress:expr) => {
+        impl PageCodec for $codec {
+            fn name(&self) -> &'static str {
+                $name
+            }
+
+            fn max_compressed_len(&self) -> usize {
+                max_compressed_len(PAGE_SIZE)
+            }
+
+            fn compress(&mut self, $page: &Page, $out: &mut [u8]) -> Result<usize, CompressError> {
+                let $this = self;
+                $compress
+            }
+
+            fn decompress(
+                &mut self,
+                input: &[u8],
+                page: &mut Page,
+            ) -> Result<(), pagecodec::DecompressError> {
+                decompress_page(input, page)
+            }
+        }
+    };
+}
+
 /// Decodes a whole page: the stream must decompress to exactly 4096 bytes.
 fn decompress_page(input: &[u8], page: &mut Page) -> Result<(), pagecodec::DecompressError> {
     let n = decompress(input, page.as_bytes_mut())?;
@@ -100,23 +129,7 @@ pub struct Lzo1x {
     compressor: PageCompressor,
 }
 
-impl PageCodec for Lzo1x {
-    fn name(&self) -> &'static str {
-        "lzo"
-    }
-
-    fn max_compressed_len(&self) -> usize {
-        max_compressed_len(PAGE_SIZE)
-    }
-
-    fn compress(&mut self, page: &Page, out: &mut [u8]) -> Result<usize, CompressError> {
-        self.compressor.compress(page.as_bytes(), out)
-    }
-
-    fn decompress(&mut self, input: &[u8], page: &mut Page) -> Result<(), pagecodec::DecompressError> {
-        decompress_page(input, page)
-    }
-}
+page_codec!(Lzo1x, "lzo", |codec, page, out| codec.compressor.compress(page.as_bytes(), out));
 
 /// Plain LZO1X-1 as a [`PageCodec`] with the Linux kernel's exact bytes (its
 /// `lzo1x_1_compress`, zram's `lzo` as the kernel writes it), for stores that must hold the
@@ -140,23 +153,7 @@ pub struct Lzo1xKernel {
     compressor: KernelCompressor,
 }
 
-impl PageCodec for Lzo1xKernel {
-    fn name(&self) -> &'static str {
-        "lzo-kernel"
-    }
-
-    fn max_compressed_len(&self) -> usize {
-        max_compressed_len(PAGE_SIZE)
-    }
-
-    fn compress(&mut self, page: &Page, out: &mut [u8]) -> Result<usize, CompressError> {
-        self.compressor.compress(page.as_bytes(), out)
-    }
-
-    fn decompress(&mut self, input: &[u8], page: &mut Page) -> Result<(), pagecodec::DecompressError> {
-        decompress_page(input, page)
-    }
-}
+page_codec!(Lzo1xKernel, "lzo-kernel", |codec, page, out| codec.compressor.compress(page.as_bytes(), out));
 
 /// LZO-RLE as a [`PageCodec`] (zram's `lzo-rle`, its default since Linux 5.1): byte-identical
 /// to the kernel's `lzorle1x_1_compress`. Its decoder also reads plain LZO1X streams.
@@ -181,20 +178,4 @@ pub struct LzoRle {
     compressor: KernelCompressor,
 }
 
-impl PageCodec for LzoRle {
-    fn name(&self) -> &'static str {
-        "lzo-rle"
-    }
-
-    fn max_compressed_len(&self) -> usize {
-        max_compressed_len(PAGE_SIZE)
-    }
-
-    fn compress(&mut self, page: &Page, out: &mut [u8]) -> Result<usize, CompressError> {
-        self.compressor.compress_rle_page(page.as_bytes(), out)
-    }
-
-    fn decompress(&mut self, input: &[u8], page: &mut Page) -> Result<(), pagecodec::DecompressError> {
-        decompress_page(input, page)
-    }
-}
+page_codec!(LzoRle, "lzo-rle", |codec, page, out| codec.compressor.compress_rle_page(page.as_bytes(), out));
