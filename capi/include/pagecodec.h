@@ -90,7 +90,7 @@ pc_status pc_codec_create(const char *name, pc_codec **codec);
 void pc_codec_destroy(pc_codec *codec);
 
 /* The codec's name (static), page size (4096 or 16384) and largest stream (an output
- * buffer of that size never fails for lack of room: 4368 wkdm, 17428 wkdm16k, 4419 lzo and
+ * buffer of that size never fails for lack of room: 4368 wkdm, 17424 wkdm16k, 4421 lzo and
  * lzo-rle). NULL, 0 and 0 for a NULL codec. Thread-safe. */
 const char *pc_codec_name(const pc_codec *codec);
 size_t pc_codec_page_size(const pc_codec *codec);
@@ -216,7 +216,7 @@ pc_status pc_store_compact(const pc_store *store, pc_compact_report *report);
 
 /* Writes the statistics into *stats. Errors: PC_ERR_NULL_POINTER. Thread-safe (shards are
  * read one after the other). */
-pc_status pc_store_stats(const pc_store *store, pc_store_stats *stats);
+pc_status pc_store_get_stats(const pc_store *store, pc_store_stats *stats);
 
 #ifdef __cplusplus
 }

@@ -362,7 +362,7 @@ pub unsafe extern "C" fn pc_codec_page_size(codec: *const PcCodec) -> usize {
 }
 
 /// The largest stream the codec writes: an output buffer this long never fails for lack
-/// of room (4368 for `wkdm`, 17428 for `wkdm16k`, 4419 for the LZO codecs); 0 for a NULL
+/// of room (4368 for `wkdm`, 17424 for `wkdm16k`, 4421 for the LZO codecs); 0 for a NULL
 /// codec.
 ///
 /// Thread-safe.

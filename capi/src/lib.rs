@@ -25,7 +25,7 @@ pub use error::{PcStatus, pc_last_error, pc_strerror};
 pub use store::{
     PC_TIME_NANOSECONDS, PC_TIME_NONE, PC_TIME_TSC_TICKS, PcCompactReport, PcStore, PcStoreConfig,
     PcStoreStats, PcSummary, pc_store_compact, pc_store_config_default, pc_store_create, pc_store_destroy,
-    pc_store_load, pc_store_remove, pc_store_stats, pc_store_store,
+    pc_store_get_stats, pc_store_load, pc_store_remove, pc_store_store,
 };
 
 use core::ffi::c_char;

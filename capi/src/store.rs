@@ -404,7 +404,7 @@ pub unsafe extern "C" fn pc_store_compact(store: *const PcStore, report: *mut Pc
 /// `store` is NULL or a live store; `stats` is NULL or valid for writing a
 /// `pc_store_stats`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn pc_store_stats(store: *const PcStore, stats: *mut PcStoreStats) -> PcStatus {
+pub unsafe extern "C" fn pc_store_get_stats(store: *const PcStore, stats: *mut PcStoreStats) -> PcStatus {
     guard(|| {
         // SAFETY: the caller guarantees a NULL or live store.
         let store = unsafe { live(store) }?;
