@@ -81,7 +81,7 @@ fn the_c_test_program_passes() {
         .args(["-lpthread", "-ldl", "-lm", "-o"])
         .arg(&exe));
     let pages_file = out.join("real.pages");
-    let stdout = run(Command::new(&exe).arg(&pages_file));
+    let stdout = run(Command::new(&exe).arg(&pages_file).arg(manifest_dir().join("tests/data")));
     print!("{stdout}");
     let last = stdout.lines().last().unwrap_or_default();
     assert!(last.ends_with(" passed, 0 failed"), "{last}");
@@ -91,6 +91,10 @@ fn the_c_test_program_passes() {
         .and_then(|n| n.parse().ok())
         .expect("the hostile input count");
     assert!(hostile >= 20_000, "{hostile}");
+    assert!(
+        stdout.contains("vectors: 6 cases, 24 reference streams decoded"),
+        "every reference vector in tests/data was found"
+    );
     compare_with_rust(&stdout, &std::fs::read(&pages_file).expect("the pages the C program timed"));
 }
 

@@ -1,7 +1,7 @@
 /*
  * The C ABI's test program, linked with libpagecodec.a and run by tests/c_program.rs.
  *
- *   test [PAGES_FILE]
+ *   test [PAGES_FILE [VECTORS_DIR]]
  *
  * 1. every codec round-trips real pages (this process's own memory, read through
  *    /proc/self/mem) and generated pages of every class, aligned and not, under every
@@ -11,7 +11,10 @@
  * 3. thousands of random garbage streams and mutations of valid streams per decoder give
  *    a stream error code (page zeroed) or a page, never a crash;
  * 4. the store round-trips thousands of pages from two threads at once, per codec;
- * 5. ticks per page through the C ABI (printed as "ABI ..." lines); with PAGES_FILE, the
+ * 5. with VECTORS_DIR (tests/data): the reference streams of XNU, the kernel and liblzo2
+ *    decode to their pages, lzo-rle and wkdm write the reference bytes, and every prefix
+ *    and single-bit flip of every stream gives a page or a stream error;
+ * 6. ticks per page through the C ABI (printed as "ABI ..." lines); with PAGES_FILE, the
  *    real pages used are written there so that the Rust side can time the same pages.
  *
  * Exits 0 when every check passed; prints "N passed, N failed".
@@ -19,6 +22,7 @@
 #define _GNU_SOURCE
 #include "pagecodec.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -334,6 +338,93 @@ static void test_hostile_streams(const char *name, int n) {
     free(back);
     free(buf);
     pc_codec_destroy(c);
+}
+
+/* ---------------------------------------------------------------- reference vectors */
+
+static size_t read_file(const char *dir, const char *name, const char *ext, uint8_t *buf, size_t cap) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s%s", dir, name, ext);
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL, "cannot open %s", path);
+    if (!f) return 0;
+    size_t n = fread(buf, 1, cap, f);
+    fclose(f);
+    return n;
+}
+
+static unsigned long vector_mutations;
+
+/* Every prefix and every single-bit flip of `stream` through `codec`: a page, or a stream
+ * error with the page zeroed, whatever the page held before. */
+static void mutate_all(pc_codec *c, const uint8_t *stream, size_t len) {
+    static uint8_t buf[8192];
+    static _Alignas(64) uint8_t page[PC_PAGE_SIZE];
+    for (size_t cut = 0; cut < len; cut++) {
+        memset(page, cut % 2 ? 0xFF : 0, PC_PAGE_SIZE);
+        pc_status s = pc_codec_decompress(c, stream, cut, page, PC_PAGE_SIZE);
+        CHECK(is_stream_error(s) || s == PC_OK, "prefix %zu gave %d", cut, (int)s);
+        if (s != PC_OK) CHECK(all_zero(page, PC_PAGE_SIZE), "page not zeroed, prefix %zu", cut);
+        vector_mutations++;
+    }
+    memcpy(buf, stream, len);
+    for (size_t bit = 0; bit < 8 * len; bit++) {
+        buf[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+        memset(page, bit % 2 ? 0xFF : 0, PC_PAGE_SIZE);
+        pc_status s = pc_codec_decompress(c, buf, len, page, PC_PAGE_SIZE);
+        CHECK(is_stream_error(s) || s == PC_OK, "bit flip %zu gave %d", bit, (int)s);
+        if (s != PC_OK) CHECK(all_zero(page, PC_PAGE_SIZE), "page not zeroed, flip %zu", bit);
+        buf[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+        vector_mutations++;
+    }
+}
+
+static void test_vectors(const char *dir) {
+    DIR *d = opendir(dir);
+    CHECK(d != NULL, "cannot open %s", dir);
+    if (!d) return;
+    pc_codec *wk = make_codec("wkdm"), *lzo = make_codec("lzo"), *rle = make_codec("lzo-rle");
+    static _Alignas(64) uint8_t page[PC_PAGE_SIZE], back[PC_PAGE_SIZE];
+    static uint8_t stream[8192], out[8192];
+    int cases = 0, streams = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t nl = strlen(e->d_name);
+        if (nl < 6 || strcmp(e->d_name + nl - 5, ".page") != 0) continue;
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)(nl - 5), e->d_name);
+        CHECK(read_file(dir, name, ".page", page, sizeof page) == PC_PAGE_SIZE, "%s.page", name);
+        cases++;
+        static const struct { const char *ext; int wkdm; } kinds[] = {
+            {".xnu-wkdm", 1}, {".lzo1x", 0}, {".lzo-rle", 0}, {".lzo999", 0}};
+        for (int k = 0; k < 4; k++) {
+            size_t n = read_file(dir, name, kinds[k].ext, stream, sizeof stream);
+            CHECK(n > 0, "%s%s is empty", name, kinds[k].ext);
+            streams++;
+            pc_codec *decoders[2] = {kinds[k].wkdm ? wk : lzo, kinds[k].wkdm ? wk : rle};
+            for (int i = 0; i < 2; i++) {
+                memset(back, 0xFF, sizeof back);
+                EXPECT(pc_codec_decompress(decoders[i], stream, n, back, PC_PAGE_SIZE), PC_OK);
+                CHECK(memcmp(back, page, PC_PAGE_SIZE) == 0, "%s%s decodes to its page", name, kinds[k].ext);
+            }
+            mutate_all(decoders[0], stream, n);
+            /* The compressors that write a reference's exact bytes. */
+            pc_codec *writer = kinds[k].wkdm ? wk : strcmp(kinds[k].ext, ".lzo-rle") == 0 ? rle : NULL;
+            if (writer) {
+                size_t m = 0;
+                EXPECT(pc_codec_compress(writer, page, PC_PAGE_SIZE, out, sizeof out, &m), PC_OK);
+                CHECK(m == n && memcmp(out, stream, n) == 0, "%s writes %s%s's bytes (%zu vs %zu)",
+                      pc_codec_name(writer), name, kinds[k].ext, m, n);
+            }
+        }
+    }
+    closedir(d);
+    printf("vectors: %d cases, %d reference streams decoded; %lu prefixes and bit flips of them\n", cases, streams,
+           vector_mutations);
+    hostile_total += vector_mutations;
+    pc_codec_destroy(wk);
+    pc_codec_destroy(lzo);
+    pc_codec_destroy(rle);
 }
 
 /* ---------------------------------------------------------------- documented errors */
@@ -682,6 +773,7 @@ int main(int argc, char **argv) {
     test_errors();
 
     for (size_t i = 0; i < count; i++) test_hostile_streams(pc_codec_name_at(i), 3000);
+    if (argc > 2) test_vectors(argv[2]);
     printf("%lu hostile inputs decoded through the C ABI\n", hostile_total);
 
     static const char *const store_codecs[] = {"wkdm", "lzo", "lzo-rle"};
