@@ -100,7 +100,7 @@ size_t pc_codec_max_compressed_len(const pc_codec *codec);
  * budget. On PC_OK, *out_len is the stream's length (<= out_cap).
  * Errors: PC_ERR_NULL_POINTER, PC_ERR_PAGE_SIZE, PC_ERR_INCOMPRESSIBLE (does not fit, or
  * WKdm's early abort gave up: store the page raw; *out_len is 0). Never writes past
- * out + out_cap. Uniform pages get a stream too.
+ * out + out_cap. Uniform pages get a stream too. `out` must not overlap `page`.
  * Not thread-safe for the same codec; distinct codecs on distinct threads are fine. */
 pc_status pc_codec_compress(pc_codec *codec, const uint8_t *page, size_t page_len,
                             uint8_t *out, size_t out_cap, size_t *out_len);

@@ -391,7 +391,8 @@ pub unsafe extern "C" fn pc_codec_max_compressed_len(codec: *const PcCodec) -> u
 /// # Safety
 ///
 /// `codec` is NULL or a live codec; `page` is NULL or valid for reads of `page_len` bytes;
-/// `out` is NULL or valid for writes of `out_cap` bytes; `out_len` is NULL or writable.
+/// `out` is NULL or valid for writes of `out_cap` bytes and does not overlap `page`;
+/// `out_len` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pc_codec_compress(
     codec: *mut PcCodec,
