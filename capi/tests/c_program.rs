@@ -12,8 +12,10 @@ use std::process::Command;
 
 use pagecodec::{PAGE_SIZE, Page, PageCodec};
 
-fn manifest_dir() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+/// The package folder: cargo's run-time variable first (a test binary built from a copy of
+/// the sources elsewhere may be reused), else the compile-time one.
+fn manifest_dir() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(|| env!("CARGO_MANIFEST_DIR").into(), Into::into)
 }
 
 /// `target/<profile>/`: the folder holding `deps/`, where this test runs from.

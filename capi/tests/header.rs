@@ -5,11 +5,15 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::Path;
+
+/// The package folder: cargo's run-time variable first (a test binary built from a copy of
+/// the sources elsewhere may be reused), else the compile-time one.
+fn manifest_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(|| env!("CARGO_MANIFEST_DIR").into(), Into::into)
+}
 
 fn read(rel: &str) -> String {
-    fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(rel))
-        .unwrap_or_else(|e| panic!("{rel}: {e}"))
+    fs::read_to_string(manifest_dir().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
 }
 
 fn source() -> String {
