@@ -39,6 +39,10 @@ pub struct Lz4 {
 }
 
 impl Lz4 {
+    /// The largest block [`PageCodec::compress`] writes for a page (LZ4's bound), for
+    /// callers that size buffers in constant context.
+    pub const MAX_COMPRESSED_LEN: usize = WORST;
+
     /// A fresh codec (allocates its scratch room once).
     pub fn new() -> Lz4 {
         Lz4 { table: CompressTable::small(), scratch: Box::new([0; WORST]) }

@@ -61,6 +61,10 @@ impl Zstd {
     /// The default level.
     pub const DEFAULT_LEVEL: i32 = 3;
 
+    /// The largest frame [`PageCodec::compress`] writes for a page: zstd's
+    /// `ZSTD_COMPRESSBOUND` of 4 KiB, for callers that size buffers in constant context.
+    pub const MAX_COMPRESSED_LEN: usize = PAGE_SIZE + (PAGE_SIZE >> 8) + (((128 << 10) - PAGE_SIZE) >> 11);
+
     /// zstd at level 3.
     ///
     /// # Errors
@@ -105,7 +109,7 @@ impl PageCodec for Zstd {
     }
 
     fn max_compressed_len(&self) -> usize {
-        zstd::zstd_safe::compress_bound(PAGE_SIZE)
+        Self::MAX_COMPRESSED_LEN
     }
 
     fn compress(&mut self, page: &Page, out: &mut [u8]) -> Result<usize, CompressError> {

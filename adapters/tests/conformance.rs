@@ -19,6 +19,15 @@ fn zstd_passes_the_conformance_suite() {
 
 #[cfg(feature = "zstd")]
 #[test]
+fn zstd_bound_is_zstds_own() {
+    assert_eq!(
+        pagecodec_adapters::Zstd::MAX_COMPRESSED_LEN,
+        zstd::zstd_safe::compress_bound(pagecodec::PAGE_SIZE)
+    );
+}
+
+#[cfg(feature = "zstd")]
+#[test]
 fn zstd_rejects_an_out_of_range_level() {
     let e = pagecodec_adapters::Zstd::with_level(1000).unwrap_err();
     assert!(e.to_string().contains("1000"), "{e}");
