@@ -214,6 +214,10 @@ struct SwapArgs {
     /// zram device of its own (root): the kernel as the reference.
     #[arg(long)]
     kernel_zram: bool,
+    /// Most pages one fault brings in when it continues a sequential scan (1: no
+    /// readahead, as the kernel's zram swap).
+    #[arg(long, default_value_t = uswap::RegionConfig::DEFAULT_READAHEAD, conflicts_with = "kernel_zram")]
+    readahead: usize,
     /// JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -334,7 +338,7 @@ fn swap(a: SwapArgs) -> Result<(), app::AnyError> {
     let ram_mb = a.ram_mb as usize;
     match (a.threads, a.workload) {
         (Some(threads), _) => {
-            let report = swap::random(threads, ram_mb, &a.codec)?;
+            let report = swap::random(threads, ram_mb, &a.codec, a.readahead)?;
             emit(a.json, &report, report.render());
         }
         (None, None) => return Err("swap needs --workload or --threads".into()),
@@ -345,7 +349,7 @@ fn swap(a: SwapArgs) -> Result<(), app::AnyError> {
             emit(a.json, &report, report.render());
         }
         (None, Some(workload)) => {
-            let report = swap::swap(workload, ram_mb, &a.codec)?;
+            let report = swap::swap(workload, ram_mb, &a.codec, a.readahead)?;
             emit(a.json, &report, report.render());
         }
     }

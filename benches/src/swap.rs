@@ -131,14 +131,20 @@ pub struct SwapReport {
     pub ram_mb: usize,
     /// The store's codec.
     pub codec: String,
+    /// Most pages brought in per fault.
+    pub readahead: usize,
     /// Wall time of the workload, seconds.
     pub seconds: f64,
-    /// Pages brought back from the store.
+    /// Pages brought back from the store (readahead included).
     pub swap_ins: u64,
+    /// Missing-page faults on pages in the store.
+    pub store_faults: u64,
     /// Pages stored and dropped.
     pub swap_outs: u64,
-    /// First touches resolved with zeros.
+    /// Missing-page faults on pages never written, resolved with zeros.
     pub zero_fills: u64,
+    /// Pages brought in ahead of an access (from the store or zeros).
+    pub readahead_pages: u64,
     /// Writes that met a page being stored.
     pub wp_faults: u64,
     /// Fault handling, ns: median, p99, max.
@@ -151,16 +157,18 @@ pub struct SwapReport {
     pub predicted: [u64; 2],
 }
 
-/// Runs `workload` with `ram_mb` MiB resident over a region compressing with `codec`.
+/// Runs `workload` with `ram_mb` MiB resident over a region compressing with `codec`,
+/// bringing in up to `readahead` pages per fault.
 ///
 /// # Errors
 ///
 /// No userfaultfd, an unknown codec, or a page that came back wrong.
-pub fn swap(workload: Workload, ram_mb: usize, codec: &str) -> Result<SwapReport, String> {
+pub fn swap(workload: Workload, ram_mb: usize, codec: &str, readahead: usize) -> Result<SwapReport, String> {
     let ram_pages = ram_mb * 256;
     let per_region = region_pages(workload, ram_pages);
     let mut config = RegionConfig::new(ram_pages, factory(codec)?);
     config.shards = 4;
+    config.readahead = readahead;
     let region = Region::new(4 * per_region, config).map_err(|e| e.to_string())?;
     let mut memory = Checked::new(region, per_region);
     let start = Instant::now();
@@ -179,10 +187,13 @@ pub fn swap(workload: Workload, ram_mb: usize, codec: &str) -> Result<SwapReport
         workload,
         ram_mb,
         codec: codec.into(),
+        readahead,
         seconds,
-        swap_ins: stats.faults_from_store,
+        swap_ins: stats.swap_ins,
+        store_faults: stats.faults_from_store,
         swap_outs: stats.swap_outs,
         zero_fills: stats.zero_fills,
+        readahead_pages: stats.readahead,
         wp_faults: stats.wp_faults,
         fault_ns: [stats.fault_latency.median, stats.fault_latency.p99, stats.fault_latency.max],
         mem_used_total: stats.store.mm.mem_used_total,
@@ -195,22 +206,25 @@ impl SwapReport {
     /// One line per figure, the prediction beside the measured swaps.
     pub fn render(&self) -> String {
         format!(
-            "{:?} with {} MiB resident, {}: {:.3} s, every page read checked\n\
-             swap-ins {} (simulate predicts {}), swap-outs {} (predicts {}), zero fills {}, \
-             write-protect faults {}\n\
+            "{:?} with {} MiB resident, {}, readahead {}: {:.3} s, every page read checked\n\
+             swap-ins {} (simulate predicts {}), swap-outs {} (predicts {}); faults: {} on stored \
+             pages, {} zero fills, {} write-protect; {} pages read ahead\n\
              fault handling ns: median {} p99 {} max {} (reading the fault to resolving it, \
              eviction included)\n\
              store at the end: compr_data_size {} mem_used_total {}\n",
             self.workload,
             self.ram_mb,
             self.codec,
+            self.readahead,
             self.seconds,
             self.swap_ins,
             self.predicted[0],
             self.swap_outs,
             self.predicted[1],
+            self.store_faults,
             self.zero_fills,
             self.wp_faults,
+            self.readahead_pages,
             self.fault_ns[0],
             self.fault_ns[1],
             self.fault_ns[2],
@@ -226,14 +240,14 @@ mod tests {
 
     #[test]
     fn random_pages_from_three_threads_stay_intact() {
-        let report = random(3, 1, "wkdm").unwrap_or_else(|e| panic!("{e}"));
+        let report = random(3, 1, "wkdm", 16).unwrap_or_else(|e| panic!("{e}"));
         assert!(report.swap_outs > 0 && report.swap_ins > 0, "{report:?}");
     }
 
     #[test]
     fn fillmem_runs_for_real_with_every_page_checked() {
         let report =
-            swap(Workload::Fillmem, 1, "lzo-rle").unwrap_or_else(|e| panic!("needs userfaultfd: {e}"));
+            swap(Workload::Fillmem, 1, "lzo-rle", 16).unwrap_or_else(|e| panic!("needs userfaultfd: {e}"));
         assert!(report.swap_outs > 0 && report.swap_ins > 0, "{report:?}");
         assert!(factory("nope").is_err());
     }
@@ -269,12 +283,13 @@ pub struct RandomReport {
 /// # Errors
 ///
 /// No userfaultfd, an unknown codec, or a page that came back wrong.
-pub fn random(threads: usize, ram_mb: usize, codec: &str) -> Result<RandomReport, String> {
+pub fn random(threads: usize, ram_mb: usize, codec: &str, readahead: usize) -> Result<RandomReport, String> {
     let threads = threads.max(1);
     let resident = ram_mb * 256;
     let pages = 2 * resident;
-    let region =
-        Region::new(pages, RegionConfig::new(resident, factory(codec)?)).map_err(|e| e.to_string())?;
+    let mut config = RegionConfig::new(resident, factory(codec)?);
+    config.readahead = readahead;
+    let region = Region::new(pages, config).map_err(|e| e.to_string())?;
     let base = region.as_ptr() as usize;
     let per_thread = 4 * pages as u64 / threads as u64;
     let start = Instant::now();
@@ -335,7 +350,7 @@ pub fn random(threads: usize, ram_mb: usize, codec: &str) -> Result<RandomReport
         codec: codec.into(),
         accesses: per_thread * threads as u64,
         seconds,
-        swap_ins: stats.faults_from_store,
+        swap_ins: stats.swap_ins,
         swap_outs: stats.swap_outs,
         wp_faults: stats.wp_faults,
         fault_ns: [stats.fault_latency.median, stats.fault_latency.p99, stats.fault_latency.max],

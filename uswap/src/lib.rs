@@ -3,10 +3,12 @@
 //! A [`Region`] is `N` pages of anonymous memory of which at most a limit are resident; the
 //! others live compressed in a [`pagestore::ShardedStore`], with any codec of the family.
 //! A fault thread resolves every access to a page that is not in memory: from the store
-//! (`UFFDIO_COPY`), or with zeros for a page never written (`UFFDIO_ZEROPAGE`). Before a
-//! fault would take the resident count past the limit, the same thread evicts the oldest
-//! resident page (first in, first out): it write-protects the page (`UFFDIO_WRITEPROTECT`),
-//! stores its bytes, and only then drops it (`MADV_DONTNEED`). A thread writing to it
+//! (`UFFDIO_COPY`), or with zeros for a page never written (`UFFDIO_ZEROPAGE`); a fault that
+//! continues a sequential scan brings in the pages after it too (readahead, up to
+//! [`RegionConfig::readahead`] pages). Before a fault would take the resident count past the
+//! limit, the same thread evicts the oldest resident pages (first in, first out, a batch of
+//! [`RegionConfig::reclaim_batch`] at a time): it write-protects them
+//! (`UFFDIO_WRITEPROTECT`), stores their bytes, and only then drops them (`MADV_DONTNEED`). A thread writing to it
 //! meanwhile waits on a write-protect fault, which that thread handles after the eviction,
 //! so no write is ever lost; a store that refuses the page (`Full`) leaves it resident.
 //!
@@ -35,6 +37,8 @@
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+#[cfg(target_os = "linux")]
+mod fault;
 #[cfg(target_os = "linux")]
 mod region;
 #[cfg(target_os = "linux")]

@@ -1,16 +1,15 @@
 //! The region, its fault thread and its reclaim.
 
-use std::collections::VecDeque;
 use std::fmt;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::Instant;
 
-use pagecodec::{PAGE_SIZE, Page};
+use pagecodec::PAGE_SIZE;
 use pagestore::{CodecFactory, ShardedStore, StoreConfig, StoreStats};
 
+use crate::fault::{FaultThread, Tuning};
 use crate::sys;
 
 /// Why a region could not be made or an access was refused.
@@ -67,14 +66,37 @@ pub struct RegionConfig {
     pub shards: usize,
     /// The store's policies (memory limit, huge threshold, same-filled pages).
     pub store: StoreConfig,
+    /// Most pages one fault brings in: the faulting page and the pages after it, when the
+    /// fault continues a sequential scan (the window doubles from 1 on each such fault and
+    /// falls back to 1 on any other). 1 turns readahead off. At most half the resident
+    /// limit.
+    pub readahead: usize,
+    /// Pages evicted together when room is needed (write-protected and dropped as ranges).
+    /// At most a quarter of the resident limit.
+    pub reclaim_batch: usize,
 }
 
 impl RegionConfig {
-    /// `resident_limit` pages resident, LZO-RLE-class codec from `codec`, 4 shards, the
-    /// store's defaults.
+    /// `resident_limit` pages resident, pages compressed by codecs from `codec`, 4 shards,
+    /// the store's defaults, readahead up to [`Self::DEFAULT_READAHEAD`] pages, reclaim in
+    /// batches of [`Self::DEFAULT_RECLAIM_BATCH`].
     pub fn new(resident_limit: usize, codec: CodecFactory) -> Self {
-        RegionConfig { resident_limit, codec, shards: 4, store: StoreConfig::default() }
+        RegionConfig {
+            resident_limit,
+            codec,
+            shards: 4,
+            store: StoreConfig::default(),
+            readahead: Self::DEFAULT_READAHEAD,
+            reclaim_batch: Self::DEFAULT_RECLAIM_BATCH,
+        }
     }
+
+    /// The default readahead window: 16 pages (64 KiB). Sequential scans fault once per
+    /// window instead of once per page; random accesses keep a window of one page.
+    pub const DEFAULT_READAHEAD: usize = 16;
+
+    /// The default reclaim batch: 32 pages, as the kernel's reclaim (`SWAP_CLUSTER_MAX`).
+    pub const DEFAULT_RECLAIM_BATCH: usize = 32;
 }
 
 impl fmt::Debug for RegionConfig {
@@ -83,6 +105,8 @@ impl fmt::Debug for RegionConfig {
             .field("resident_limit", &self.resident_limit)
             .field("shards", &self.shards)
             .field("store", &self.store)
+            .field("readahead", &self.readahead)
+            .field("reclaim_batch", &self.reclaim_batch)
             .finish_non_exhaustive()
     }
 }
@@ -103,10 +127,14 @@ pub struct Latency {
 /// What the region did so far.
 #[derive(Clone, Debug)]
 pub struct RegionStats {
-    /// Missing-page faults resolved from the store (swap-ins).
+    /// Missing-page faults on pages in the store.
     pub faults_from_store: u64,
     /// Missing-page faults on pages never stored, resolved with zeros.
     pub zero_fills: u64,
+    /// Pages brought back from the store (swap-ins), readahead included.
+    pub swap_ins: u64,
+    /// Pages a fault brought in after the faulting one (readahead, from the store or zeros).
+    pub readahead: u64,
     /// Write-protect faults: writers that met a page while it was being stored.
     pub wp_faults: u64,
     /// Pages stored and dropped from memory (swap-outs).
@@ -122,33 +150,66 @@ pub struct RegionStats {
 }
 
 /// Bookkeeping shared by the fault thread and the region's owner.
-struct Shared {
-    store: ShardedStore,
-    counters: Mutex<Counters>,
+pub(crate) struct Shared {
+    pub(crate) store: ShardedStore,
+    pub(crate) counters: Mutex<Counters>,
 }
 
 #[derive(Default)]
-struct Counters {
-    faults_from_store: u64,
-    zero_fills: u64,
-    wp_faults: u64,
-    swap_outs: u64,
-    evictions_refused: u64,
-    resident: usize,
+pub(crate) struct Counters {
+    pub(crate) faults_from_store: u64,
+    pub(crate) zero_fills: u64,
+    pub(crate) swap_ins: u64,
+    pub(crate) readahead: u64,
+    pub(crate) wp_faults: u64,
+    pub(crate) swap_outs: u64,
+    pub(crate) evictions_refused: u64,
+    pub(crate) resident: usize,
     /// Fault times in ns (the first `MAX_SAMPLES`, then every later one replaces one).
     latencies: Vec<u64>,
     timed: u64,
     max: u64,
 }
 
+impl Counters {
+    /// Counts one fault's handling time.
+    pub(crate) fn record_latency(&mut self, ns: u64) {
+        self.timed += 1;
+        self.max = self.max.max(ns);
+        if self.latencies.len() < MAX_SAMPLES {
+            self.latencies.push(ns);
+        } else {
+            let slot = (self.timed % MAX_SAMPLES as u64) as usize;
+            self.latencies[slot] = ns;
+        }
+    }
+}
+
 const MAX_SAMPLES: usize = 1 << 20;
 
-fn lock(m: &Mutex<Counters>) -> MutexGuard<'_, Counters> {
+pub(crate) fn lock(m: &Mutex<Counters>) -> MutexGuard<'_, Counters> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// `N` pages of anonymous memory whose pages live compressed in a `pagestore` while they
 /// are not resident. See the crate documentation.
+///
+/// No access through the safe API can be in flight when a region drops: threads borrow it,
+/// so it cannot be dropped while they run.
+///
+/// ```compile_fail,E0505
+/// use uswap::{Region, RegionConfig};
+///
+/// let config = RegionConfig::new(2, Box::new(|| Box::new(lzokit::LzoRle::default())));
+/// let region = Region::new(8, config).unwrap();
+/// std::thread::scope(|s| {
+///     s.spawn(|| {
+///         let mut buf = [0u8; 16];
+///         region.read(0, &mut buf).unwrap();
+///     });
+///     drop(region); // error[E0505]: cannot move out of `region` because it is borrowed
+/// });
+/// ```
 pub struct Region {
     base: *mut u8,
     len: usize,
@@ -221,16 +282,15 @@ impl Region {
             counters: Mutex::new(Counters::default()),
         });
         let uffd = Arc::new(uffd);
-        let worker = FaultThread {
-            uffd: Arc::clone(&uffd),
-            stop: stop.as_raw_fd(),
-            base: base as usize,
+        let tuning = Tuning::new(config.resident_limit, config.readahead, config.reclaim_batch);
+        let worker = FaultThread::new(
+            Arc::clone(&uffd),
+            stop.as_raw_fd(),
+            base as usize,
             pages,
-            limit: config.resident_limit.max(1),
-            shared: Arc::clone(&shared),
-            state: vec![State::Absent; pages],
-            fifo: VecDeque::new(),
-        };
+            tuning,
+            Arc::clone(&shared),
+        );
         let thread = std::thread::Builder::new()
             .name("uswap-faults".into())
             .spawn(move || worker.run())
@@ -298,6 +358,8 @@ impl Region {
         RegionStats {
             faults_from_store: c.faults_from_store,
             zero_fills: c.zero_fills,
+            swap_ins: c.swap_ins,
+            readahead: c.readahead,
             wp_faults: c.wp_faults,
             swap_outs: c.swap_outs,
             evictions_refused: c.evictions_refused,
@@ -326,195 +388,5 @@ impl Drop for Region {
         // SAFETY: the mapping this region made; no borrow of it outlives `self`, and the
         // fault thread, the only other user, has ended.
         unsafe { libc::munmap(self.base.cast(), self.len) };
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum State {
-    /// Never written: reads as zeros, nothing stored.
-    Absent,
-    /// In memory.
-    Resident,
-    /// In the store only.
-    Stored,
-}
-
-/// The fault thread: resolves every fault, and evicts the oldest resident page itself before
-/// a fault would bring one page too many in. Doing both on one thread means no fault is ever
-/// resolved while an eviction is half done.
-struct FaultThread {
-    uffd: Arc<OwnedFd>,
-    stop: i32,
-    base: usize,
-    pages: usize,
-    limit: usize,
-    shared: Arc<Shared>,
-    state: Vec<State>,
-    /// Resident pages, oldest first (entries may be stale; checked when popped).
-    fifo: VecDeque<usize>,
-}
-
-impl FaultThread {
-    fn run(mut self) {
-        let mut buf = Page::zeroed();
-        let zero = Page::zeroed();
-        loop {
-            let mut fds = [
-                libc::pollfd { fd: self.uffd.as_raw_fd(), events: libc::POLLIN, revents: 0 },
-                libc::pollfd { fd: self.stop, events: libc::POLLIN, revents: 0 },
-            ];
-            // SAFETY: two valid pollfd structures.
-            let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
-            if n < 0 {
-                if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return;
-            }
-            if fds[1].revents != 0 {
-                return;
-            }
-            while let Ok(Some(msg)) = sys::read_message(&self.uffd) {
-                if msg.event == sys::EVENT_PAGEFAULT {
-                    self.fault(&msg, &mut buf, &zero);
-                }
-            }
-        }
-    }
-
-    fn count(&self, update: impl FnOnce(&mut Counters)) {
-        update(&mut lock(&self.shared.counters));
-    }
-
-    fn page_addr(&self, page: usize) -> usize {
-        self.base + page * PAGE_SIZE
-    }
-
-    fn fault(&mut self, msg: &sys::Message, buf: &mut Page, zero: &Page) {
-        let Some(page) = (msg.address as usize).checked_sub(self.base).map(|o| o / PAGE_SIZE) else { return };
-        if page >= self.pages {
-            return;
-        }
-        let addr = self.page_addr(page);
-        if msg.flags & sys::FLAG_WP != 0 {
-            // A writer met the page while it was being stored. Evictions run on this thread,
-            // so that one has ended: stored and dropped (the writer retries, faults as missing
-            // and gets it back), or refused and the page unprotected already.
-            lock(&self.shared.counters).wp_faults += 1;
-            let _ = match self.state[page] {
-                State::Resident => sys::write_protect(&self.uffd, addr, PAGE_SIZE, false),
-                _ => sys::wake(&self.uffd, addr, PAGE_SIZE),
-            };
-            return;
-        }
-        let start = Instant::now();
-        if self.state[page] == State::Resident {
-            // Another thread's fault on it was resolved first.
-            let _ = sys::wake(&self.uffd, addr, PAGE_SIZE);
-            return;
-        }
-        // Room first, so that the resident count never passes the limit.
-        self.reclaim(self.limit - 1, buf);
-        // The counters are updated before the fault is resolved, so that a thread reading
-        // them after its access has returned sees that access counted.
-        let resolved = match self.state[page] {
-            State::Resident => return,
-            State::Stored => {
-                if self.shared.store.load(page as u64, buf).is_err() {
-                    // Cannot happen for a page this thread stored; never hand out other data.
-                    return;
-                }
-                self.count(|c| c.faults_from_store += 1);
-                let done = sys::copy(&self.uffd, addr, buf.as_bytes().as_ptr(), PAGE_SIZE);
-                if done.is_ok() {
-                    self.shared.store.remove(page as u64);
-                } else {
-                    self.count(|c| c.faults_from_store -= 1);
-                }
-                done
-            }
-            State::Absent => {
-                self.count(|c| c.zero_fills += 1);
-                // A write gets a private zero page at once; a read the shared zero page (a
-                // later write to it copies it without a fault).
-                let done = if msg.flags & sys::FLAG_WRITE != 0 {
-                    sys::copy(&self.uffd, addr, zero.as_bytes().as_ptr(), PAGE_SIZE)
-                } else {
-                    sys::zeropage(&self.uffd, addr, PAGE_SIZE)
-                };
-                if done.is_err() {
-                    self.count(|c| c.zero_fills -= 1);
-                }
-                done
-            }
-        };
-        if resolved.is_err() {
-            return;
-        }
-        self.state[page] = State::Resident;
-        self.fifo.push_back(page);
-        let ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        self.count(|c| {
-            c.resident += 1;
-            c.timed += 1;
-            c.max = c.max.max(ns);
-            if c.latencies.len() < MAX_SAMPLES {
-                c.latencies.push(ns);
-            } else {
-                let slot = (c.timed % MAX_SAMPLES as u64) as usize;
-                c.latencies[slot] = ns;
-            }
-        });
-    }
-
-    /// Evicts the oldest resident pages until at most `target` are resident (first in,
-    /// first out: a page brought in longest ago goes first).
-    fn reclaim(&mut self, target: usize, buf: &mut Page) {
-        let mut tries = self.fifo.len();
-        while lock(&self.shared.counters).resident > target && tries > 0 {
-            tries -= 1;
-            let Some(victim) = self.fifo.pop_front() else { return };
-            if self.state[victim] != State::Resident {
-                continue;
-            }
-            if !self.evict(victim, buf) {
-                // The store is full: keep the page, and the rest, resident for now.
-                self.fifo.push_back(victim);
-                return;
-            }
-        }
-    }
-
-    /// Stores one resident page and drops it from memory. No write is lost: the page is
-    /// write-protected before it is read, so a writer waits (its fault queues behind this
-    /// eviction on this thread) and writes after the page is back.
-    fn evict(&mut self, page: usize, buf: &mut Page) -> bool {
-        let addr = self.page_addr(page);
-        if sys::write_protect(&self.uffd, addr, PAGE_SIZE, true).is_err() {
-            return false;
-        }
-        // SAFETY: the page is resident and write-protected: nobody can change it while it is
-        // read, and reading a present page raises no fault.
-        unsafe {
-            std::ptr::copy_nonoverlapping(addr as *const u8, buf.as_bytes_mut().as_mut_ptr(), PAGE_SIZE)
-        };
-        if self.shared.store.store(page as u64, buf).is_err() {
-            let _ = sys::write_protect(&self.uffd, addr, PAGE_SIZE, false);
-            lock(&self.shared.counters).evictions_refused += 1;
-            return false;
-        }
-        // SAFETY: one page of the region's own mapping, whose contents are now in the store;
-        // the next access faults as missing and gets them back.
-        let rc = unsafe { libc::madvise(addr as *mut libc::c_void, PAGE_SIZE, libc::MADV_DONTNEED) };
-        if rc != 0 {
-            self.shared.store.remove(page as u64);
-            let _ = sys::write_protect(&self.uffd, addr, PAGE_SIZE, false);
-            return false;
-        }
-        self.state[page] = State::Stored;
-        let mut c = lock(&self.shared.counters);
-        c.resident -= 1;
-        c.swap_outs += 1;
-        true
     }
 }

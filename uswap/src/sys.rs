@@ -4,6 +4,8 @@
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
+use pagecodec::PAGE_SIZE;
+
 const UFFDIO: u64 = 0xAA;
 
 /// `_IOC(dir, type, nr, size)` of the kernel's `ioctl.h` (x86_64, aarch64 and most others).
@@ -154,24 +156,65 @@ pub(crate) fn unregister(fd: &OwnedFd, start: usize, len: usize) -> io::Result<(
     ioctl(fd, UFFDIO_UNREGISTER, &mut range)
 }
 
-/// Maps a copy of `src` (one page) at `dst` and wakes the faulting threads. `EEXIST` (the
-/// page is there already) counts as done.
+/// Maps a copy of `src` (`len` bytes, whole pages) at `dst` and wakes the faulting threads.
+/// A page there already (`EEXIST`) counts as done: it is woken and skipped.
 pub(crate) fn copy(fd: &OwnedFd, dst: usize, src: *const u8, len: usize) -> io::Result<()> {
-    let mut copy = UffdioCopy { dst: dst as u64, src: src as u64, len: len as u64, mode: 0, copy: 0 };
-    match ioctl(fd, UFFDIO_COPY, &mut copy) {
-        Err(e) if e.raw_os_error() == Some(libc::EEXIST) => wake(fd, dst, len),
-        other => other,
-    }
+    fill(fd, dst, len, |off| {
+        let mut copy = UffdioCopy {
+            dst: (dst + off) as u64,
+            src: src.wrapping_add(off) as u64,
+            len: (len - off) as u64,
+            mode: 0,
+            copy: 0,
+        };
+        let done = ioctl(fd, UFFDIO_COPY, &mut copy);
+        (done, copy.copy)
+    })
 }
 
-/// Maps the zero page at `dst` and wakes the faulting threads (`EEXIST` counts as done).
+/// Maps the zero page over `dst..dst + len` and wakes the faulting threads (`EEXIST` as
+/// for [`copy`]).
 pub(crate) fn zeropage(fd: &OwnedFd, dst: usize, len: usize) -> io::Result<()> {
-    let mut zero =
-        UffdioZeropage { range: Range { start: dst as u64, len: len as u64 }, mode: 0, zeropage: 0 };
-    match ioctl(fd, UFFDIO_ZEROPAGE, &mut zero) {
-        Err(e) if e.raw_os_error() == Some(libc::EEXIST) => wake(fd, dst, len),
-        other => other,
+    fill(fd, dst, len, |off| {
+        let mut zero = UffdioZeropage {
+            range: Range { start: (dst + off) as u64, len: (len - off) as u64 },
+            mode: 0,
+            zeropage: 0,
+        };
+        let done = ioctl(fd, UFFDIO_ZEROPAGE, &mut zero);
+        (done, zero.zeropage)
+    })
+}
+
+/// Runs a filling ioctl over `dst..dst + len` until every page is mapped. `attempt(off)`
+/// fills from `off` and returns the result and the bytes it mapped. The kernel stops a
+/// range at a page that exists (`EEXIST`: woken and skipped) or when the address space is
+/// changing (`EAGAIN`: retried, a bounded number of times).
+fn fill(
+    fd: &OwnedFd,
+    dst: usize,
+    len: usize,
+    mut attempt: impl FnMut(usize) -> (io::Result<()>, i64),
+) -> io::Result<()> {
+    let mut off = 0;
+    let mut retries = 0;
+    while off < len {
+        let (result, mapped) = attempt(off);
+        let Err(e) = result else { return Ok(()) };
+        let mapped = usize::try_from(mapped).unwrap_or(0).min(len - off);
+        off += mapped;
+        match e.raw_os_error() {
+            Some(libc::EEXIST) => {
+                if off < len {
+                    wake(fd, dst + off, PAGE_SIZE)?;
+                    off += PAGE_SIZE;
+                }
+            }
+            Some(libc::EAGAIN) if retries < 100 => retries += 1,
+            _ => return Err(e),
+        }
     }
+    Ok(())
 }
 
 /// Write-protects (`on`) or unprotects `start..start + len`; unprotecting wakes the threads
