@@ -7,9 +7,8 @@
 #   bash fuzz/run.sh 900 lzo_vs_c        # one target for 15 minutes
 #   FUZZ_ARGS='-jobs=2 -workers=2' ...   # extra libFuzzer flags
 #
-# Decoder targets are seeded from the crates' reference vectors (wkdm/tests/data,
-# lzo/tests/data) the first time their corpus directory is created; corpora live in
-# fuzz/corpus (ignored).
+# Every target is seeded from its committed corpus (seeds/<target>/) the first time its
+# corpus directory is created.
 set -euo pipefail
 cd "$(dirname "$0")"
 seconds="${1:-60}"
@@ -19,22 +18,16 @@ if [ ${#targets[@]} -eq 0 ]; then
     mapfile -t targets < <(cargo +nightly fuzz list)
 fi
 
-# Seed corpus: reference streams with the target's prefix (selector byte, or LE16 capacity).
+# Seed corpus: the committed, minimised inputs of `seeds/<target>/` (which include the
+# reference streams of wkdm/tests/data and lzo/tests/data), copied the first time a target's
+# corpus directory is created; corpora live in fuzz/corpus (ignored).
 seed() {
     local target=$1 dir="corpus/$1"
     [ -d "$dir" ] && return 0
     mkdir -p "$dir"
-    local f
-    case $target in
-        wkdm_decompress)
-            for f in ../wkdm/tests/data/*.xnu-wkdm; do
-                [ -s "$f" ] && { printf '\x00'; cat "$f"; } > "$dir/seed-$(basename "$f")"
-            done ;;
-        lzo_decompress | lzo_vs_c)
-            for f in ../lzo/tests/data/*.lzo*; do
-                { printf '\x00\x10'; cat "$f"; } > "$dir/seed-$(basename "$f")"
-            done ;;
-    esac
+    if [ -d "seeds/$target" ]; then
+        cp seeds/"$target"/* "$dir"/
+    fi
     return 0
 }
 

@@ -3,34 +3,11 @@
 //! return value, same bytes in the written prefix). A success of `n` bytes is exact: the
 //! stream decodes identically into a buffer of exactly `n` bytes and is `OutputOverrun` in
 //! one of `n - 1`.
+//!
+//! The property lives in `pagecodec_fuzz::targets::lzo_decompress`, which `tests/replay.rs` also
+//! runs on the committed corpus.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use lzokit::{StreamError, decompress};
 
-fuzz_target!(|data: &[u8]| {
-    if data.len() < 2 {
-        return;
-    }
-    let capacity = usize::from(u16::from_le_bytes([data[0], data[1]]));
-    let stream = &data[2..];
-    let mut zeros = vec![0x00u8; capacity];
-    let mut ones = vec![0xFFu8; capacity];
-    let a = decompress(stream, &mut zeros);
-    let b = decompress(stream, &mut ones);
-    assert_eq!(a, b, "the destination's old contents changed the verdict");
-    if let Ok(n) = a {
-        assert!(n <= capacity);
-        assert!(zeros[..n] == ones[..n], "stale destination bytes are visible in the written prefix");
-        let mut exact = vec![0x77u8; n];
-        assert_eq!(decompress(stream, &mut exact), Ok(n), "an exact-size buffer changed the verdict");
-        assert!(exact == zeros[..n], "an exact-size buffer changed the bytes");
-        if n > 0 {
-            assert_eq!(
-                decompress(stream, &mut exact[..n - 1]),
-                Err(StreamError::OutputOverrun),
-                "a buffer one byte short must be OutputOverrun"
-            );
-        }
-    }
-});
+fuzz_target!(|data: &[u8]| pagecodec_fuzz::targets::lzo_decompress::run(data));

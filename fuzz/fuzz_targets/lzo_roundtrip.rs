@@ -4,29 +4,11 @@
 //! both a fresh one and one kept across inputs: its match table survives calls (generation
 //! tags instead of a clear per page), so a kept codec must write exactly a fresh one's
 //! stream.
+//!
+//! The property lives in `pagecodec_fuzz::targets::lzo_roundtrip`, which `tests/replay.rs` also
+//! runs on the committed corpus.
 #![no_main]
 
-use std::sync::Mutex;
-
 use libfuzzer_sys::fuzz_target;
-use lzokit::Lzo1x;
-use pagecodec::PageCodec;
-use pagecodec_fuzz::{LzoInput, PageRecipe, check_lzo_round_trip, check_page_codec};
 
-/// The page codec that has seen every earlier input of this run.
-static KEPT: Mutex<Option<Lzo1x>> = Mutex::new(None);
-
-fuzz_target!(|input: (LzoInput, PageRecipe, u16)| {
-    let (lzo, recipe, budget) = input;
-    check_lzo_round_trip(&lzo, false);
-    let page = recipe.page();
-    let mut fresh = Lzo1x::default();
-    check_page_codec(&mut fresh, &page, budget, true);
-
-    let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
-    let kept = kept.get_or_insert_with(Lzo1x::default);
-    let (mut a, mut b) = (vec![0u8; fresh.max_compressed_len()], vec![0u8; kept.max_compressed_len()]);
-    let from_fresh = Lzo1x::default().compress(&page, &mut a).map(|n| a[..n].to_vec());
-    let from_kept = kept.compress(&page, &mut b).map(|n| b[..n].to_vec());
-    assert_eq!(from_fresh, from_kept, "a kept Lzo1x wrote a different stream from a fresh one");
-});
+fuzz_target!(|data: &[u8]| pagecodec_fuzz::targets::lzo_roundtrip::run(data));

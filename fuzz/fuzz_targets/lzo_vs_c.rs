@@ -10,35 +10,11 @@
 //! Streams of 5 or more bytes starting with `0x11` are skipped: the Linux kernel (and so
 //! our decoder) reads them as an LZO-RLE bitstream-version header, which liblzo2 does not
 //! know.
+//!
+//! The property lives in `pagecodec_fuzz::targets::lzo_vs_c`, which `tests/replay.rs` also
+//! runs on the committed corpus.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use lzokit::decompress;
-use pagecodec_fuzz::{c_decompress_safe, lzo_code};
 
-fn exact_codes() -> bool {
-    static EXACT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *EXACT.get_or_init(|| std::env::var_os("LZO_VS_C_EXACT_CODES").is_some_and(|v| v == "1"))
-}
-
-fuzz_target!(|data: &[u8]| {
-    if data.len() < 2 {
-        return;
-    }
-    let capacity = usize::from(u16::from_le_bytes([data[0], data[1]]));
-    let stream = &data[2..];
-    if stream.len() >= 5 && stream[0] == 0x11 {
-        return;
-    }
-    let mut ours = vec![0u8; capacity];
-    let result = decompress(stream, &mut ours);
-    let (c_code, c_out) = c_decompress_safe(stream, capacity);
-    assert_eq!(result.is_ok(), c_code == 0, "ours {result:?}, C code {c_code}");
-    if exact_codes() {
-        assert_eq!(lzo_code(&result), c_code, "ours {result:?}, C code {c_code}");
-    }
-    if let Ok(n) = result {
-        assert_eq!(n, c_out.len(), "decoded lengths differ");
-        assert!(ours[..n] == c_out[..], "decoded bytes differ");
-    }
-});
+fuzz_target!(|data: &[u8]| pagecodec_fuzz::targets::lzo_vs_c::run(data));

@@ -1,6 +1,8 @@
 //! Shared pieces of the fuzz targets: page recipes, the C reference decoder, and the LZO
 //! round-trip property (plain and RLE run the same checks).
 
+pub mod targets;
+
 use arbitrary::Arbitrary;
 use lzokit::{CompressError, KernelCompressor, StreamError, decompress, max_compressed_len};
 use pagecodec::testing::{PageClass, generate};

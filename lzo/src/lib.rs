@@ -57,6 +57,8 @@ mod format;
 
 pub use compress::KernelCompressor;
 pub use decompress::decompress;
+#[doc(hidden)]
+pub use decompress::{DecodeLoop, decompress_on};
 pub use error::StreamError;
 pub use format::max_compressed_len;
 pub use pagecodec::CompressError;

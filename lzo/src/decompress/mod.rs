@@ -12,12 +12,42 @@
 mod fast;
 mod reference;
 
-#[cfg(all(test, not(feature = "safe-decode")))]
-pub(crate) use reference::decompress_reference;
 #[cfg(test)]
 pub(crate) use reference::{Instruction, first_literals, read_instruction};
 
 use crate::StreamError;
+
+/// The decoder loops [`decompress_on`] can run, for tests and fuzzing that reach each of
+/// them on any CPU that has it. Not part of the stable API.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DecodeLoop {
+    /// The checked decoder alone (what the `safe-decode` feature builds).
+    Reference,
+    /// The fast decoder's loop without BMI2.
+    Baseline,
+    /// The fast decoder's loop built for BMI2 (x86-64 CPUs with BMI2).
+    Bmi2,
+}
+
+impl DecodeLoop {
+    /// Every loop, in order.
+    pub const ALL: [DecodeLoop; 3] = [DecodeLoop::Reference, DecodeLoop::Baseline, DecodeLoop::Bmi2];
+}
+
+/// [`decompress`] on the loop `which`; `None` where this build or CPU lacks it (the fast
+/// loops under `safe-decode`, BMI2 without BMI2). For tests and fuzzing; not part of the
+/// stable API.
+#[doc(hidden)]
+pub fn decompress_on(which: DecodeLoop, src: &[u8], dst: &mut [u8]) -> Option<Result<usize, StreamError>> {
+    match which {
+        DecodeLoop::Reference => Some(reference::decompress_reference(src, dst)),
+        #[cfg(not(feature = "safe-decode"))]
+        other => fast::decompress_on(other, src, dst),
+        #[cfg(feature = "safe-decode")]
+        _ => None,
+    }
+}
 
 /// Decompresses an LZO1X stream (plain or LZO-RLE) into `dst`, returning the number of
 /// bytes written.

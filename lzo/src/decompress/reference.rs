@@ -17,7 +17,6 @@ pub(crate) fn read_header(src: &[u8]) -> (usize, bool) {
 }
 
 /// The reference decoder: bounds-checked byte by byte, the specification in code.
-#[cfg(any(test, feature = "safe-decode"))]
 pub(crate) fn decompress_reference(src: &[u8], dst: &mut [u8]) -> Result<usize, StreamError> {
     let (mut ip, rle) = read_header(src);
     let mut op = 0;

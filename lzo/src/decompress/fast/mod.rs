@@ -190,5 +190,25 @@ unsafe fn fast_loop_bmi2(src: &[u8], dst: &mut [u8], at: Position) -> Position {
     fast_phases_with!(src, dst, at, pext)
 }
 
+/// [`decompress_fast`] on the fast loop `which` (`Reference` is not one); `None` where the
+/// CPU lacks it.
+pub(crate) fn decompress_on(
+    which: super::DecodeLoop,
+    src: &[u8],
+    dst: &mut [u8],
+) -> Option<Result<usize, StreamError>> {
+    match which {
+        super::DecodeLoop::Baseline => {
+            Some(decompress_with(src, dst, |s, d, a| fast_phases_with!(s, d, a, Shifts)))
+        }
+        #[cfg(target_arch = "x86_64")]
+        super::DecodeLoop::Bmi2 if bmi2_available() => {
+            // SAFETY: the CPU has BMI2 (the guard of this arm).
+            Some(decompress_with(src, dst, |s, d, a| unsafe { fast_loop_bmi2(s, d, a) }))
+        }
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests;

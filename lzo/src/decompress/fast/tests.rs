@@ -7,7 +7,7 @@ use alloc::vec::Vec;
 use pagecodec::testing::{PageClass, Rng, generate};
 
 use super::*;
-use crate::decompress::decompress_reference;
+use crate::decompress::reference::decompress_reference;
 use crate::{KernelCompressor, max_compressed_len};
 
 /// Every build of the fast loop this CPU can run (the one `decompress` dispatches to is

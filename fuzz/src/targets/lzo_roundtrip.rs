@@ -1,0 +1,37 @@
+//! Arbitrary input and budget through the plain LZO1X-1 compressor: a correct round trip
+//! (also through C liblzo2) or `Incompressible` exactly when the stream does not fit; see
+//! `crate::check_lzo_round_trip`. Also whole pages through the `Lzo1x` page codec,
+//! both a fresh one and one kept across inputs: its match table survives calls (generation
+//! tags instead of a clear per page), so a kept codec must write exactly a fresh one's
+//! stream.
+
+use std::sync::Mutex;
+
+use crate::{LzoInput, PageRecipe, check_lzo_round_trip, check_page_codec};
+use lzokit::Lzo1x;
+use pagecodec::PageCodec;
+
+/// The page codec that has seen every earlier input of this run.
+static KEPT: Mutex<Option<Lzo1x>> = Mutex::new(None);
+
+/// One input, as the fuzz target runs it: the bytes decoded into `(LzoInput, PageRecipe, u16)` as libFuzzer
+/// does (inputs that do not decode are skipped).
+pub fn run(data: &[u8]) {
+    let Ok(input) = <(LzoInput, PageRecipe, u16) as arbitrary::Arbitrary>::arbitrary_take_rest(
+        arbitrary::Unstructured::new(data),
+    ) else {
+        return;
+    };
+    let (lzo, recipe, budget) = input;
+    check_lzo_round_trip(&lzo, false);
+    let page = recipe.page();
+    let mut fresh = Lzo1x::default();
+    check_page_codec(&mut fresh, &page, budget, true);
+
+    let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+    let kept = kept.get_or_insert_with(Lzo1x::default);
+    let (mut a, mut b) = (vec![0u8; fresh.max_compressed_len()], vec![0u8; kept.max_compressed_len()]);
+    let from_fresh = Lzo1x::default().compress(&page, &mut a).map(|n| a[..n].to_vec());
+    let from_kept = kept.compress(&page, &mut b).map(|n| b[..n].to_vec());
+    assert_eq!(from_fresh, from_kept, "a kept Lzo1x wrote a different stream from a fresh one");
+}
