@@ -45,7 +45,7 @@ fn store(c: &mut Criterion) {
     group.throughput(Throughput::Bytes(PAGE_SIZE as u64));
     let pages: Vec<_> = PageClass::ALL.iter().map(|&k| generate(k, 3)).collect();
     for name in ["wkdm", "lzo-rle", "hybrid", "lz4"] {
-        let mut s = pagebench::storebench::store_for(name).expect("known codec");
+        let mut s = pagebench::storebench::store_for(name, pages.len()).expect("known codec");
         let mut back = pagecodec::Page::zeroed();
         let mut i = 0usize;
         group.bench_function(format!("{name}/store+load, mixed classes"), |b| {

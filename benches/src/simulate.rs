@@ -95,7 +95,7 @@ impl<C: EntryCodec> Machine<C> {
     /// A machine with `ram_pages` pages of RAM over a store using `codec`.
     pub fn new(codec: C, ram_pages: usize, timer: Timer) -> Machine<C> {
         Machine {
-            store: PageStore::with_config(codec, StoreConfig::default()),
+            store: PageStore::with_config(codec, StoreConfig::default().with_timing(true)),
             capacity: ram_pages.max(1),
             resident: HashMap::new(),
             lru: BTreeMap::new(),

@@ -126,7 +126,7 @@ typedef struct pc_store_config {
     uint32_t shards;         /* 1..=65536, rounded up to a power of two; default 1 */
     uint32_t same_filled;    /* non-zero: same-filled pages kept as the value; default 1 */
     uint32_t huge_threshold; /* streams above this are stored raw; 1..=4096, default 3072 */
-    uint32_t timing;         /* non-zero: time (de)compression; default 1 */
+    uint32_t timing;         /* non-zero: time (de)compression; default 0 */
     uint64_t mem_limit;      /* most bytes held from memory; 0 = no limit (default) */
 } pc_store_config;
 

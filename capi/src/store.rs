@@ -179,7 +179,7 @@ pub struct PcStore {
 }
 
 /// Fills `*config` with the defaults: 1 shard, same-filled pages on, huge threshold 3072,
-/// timing on, no memory limit. NULL is ignored.
+/// timing off, no memory limit. NULL is ignored.
 ///
 /// Thread-safe.
 ///

@@ -16,7 +16,7 @@ use crate::{EntryCodec, LoadError, StoreError, StoreStats};
 ///
 /// let config = StoreConfig::default().with_mem_limit(64 << 20).with_huge_threshold(3200);
 /// assert_eq!(config.huge_threshold, 3200);
-/// assert!(config.same_filled && config.timing);
+/// assert!(config.same_filled && !config.timing);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -29,7 +29,9 @@ pub struct StoreConfig {
     pub huge_threshold: usize,
     /// Most bytes the store may hold from its page source (`None` = no limit). Default: none.
     pub mem_limit: Option<u64>,
-    /// Time compression and decompression (TSC ticks on x86_64). Default: on.
+    /// Time compression and decompression (TSC ticks on x86_64) for the per-codec
+    /// statistics. Default: off, as zram: two fenced clock reads per call cost a few
+    /// percent of a fast codec's time (docs/perf/pagestore.md).
     pub timing: bool,
     /// Keys below this are kept in a flat table of 16 bytes per key allocated when the store
     /// is made, as zram's table is for its disk size; other keys in a B-tree (about 50 bytes
@@ -44,7 +46,7 @@ impl Default for StoreConfig {
             same_filled: true,
             huge_threshold: PAGE_SIZE * 3 / 4,
             mem_limit: None,
-            timing: true,
+            timing: false,
             dense_keys: 0,
         }
     }

@@ -161,7 +161,7 @@ fn corrupt_streams_and_missing_keys_are_errors() {
 
 #[test]
 fn seed_table_and_timing_switch() {
-    let mut store = PageStore::new(TrimTrailing);
+    let mut store = PageStore::with_config(TrimTrailing, StoreConfig::default().with_timing(true));
     for (key, n) in [(1, 100), (2, 300), (3, 2000), (4, 4000)] {
         store.store(key, &sparse_page(n)).unwrap();
     }
@@ -189,7 +189,8 @@ fn seed_table_and_timing_switch() {
         assert!(t.compress_time.min > 0);
     }
 
-    let mut quiet = PageStore::with_config(Raw, StoreConfig::default().with_timing(false));
+    // Off by default.
+    let mut quiet = PageStore::new(Raw);
     quiet.store(1, &sparse_page(10)).unwrap();
     let t = quiet.stats().codec;
     assert_eq!((t.time_unit, t.compress_time.count), (TimeUnit::None, 0));

@@ -520,7 +520,7 @@ static void test_errors(void) {
     pc_store_config cfg;
     pc_store_config_default(&cfg);
     pc_store_config_default(NULL);
-    CHECK(cfg.shards == 1 && cfg.same_filled == 1 && cfg.huge_threshold == 3072 && cfg.timing == 1 && cfg.mem_limit == 0,
+    CHECK(cfg.shards == 1 && cfg.same_filled == 1 && cfg.huge_threshold == 3072 && cfg.timing == 0 && cfg.mem_limit == 0,
           "defaults");
     EXPECT(pc_store_create(NULL, &cfg, &st), PC_ERR_NULL_POINTER);
     EXPECT(pc_store_create("wkdm", &cfg, NULL), PC_ERR_NULL_POINTER);
@@ -653,6 +653,7 @@ static void test_store_threads(const char *codec, uint32_t shards) {
     pc_store_config cfg;
     pc_store_config_default(&cfg);
     cfg.shards = shards;
+    cfg.timing = 1; /* the statistics' timings are checked below */
     pc_store *st = NULL;
     EXPECT(pc_store_create(codec, &cfg, &st), PC_OK);
     struct worker w[THREADS];
