@@ -118,13 +118,10 @@ pub struct PcCodec {
     kind: Kind,
 }
 
-/// A checked view of a caller's read-only buffer.
-///
-/// # Safety
-///
-/// `ptr` is NULL or valid for reads of `len` bytes for `'a`.
-unsafe fn input<'a>(ptr: *const u8, len: usize, what: &str) -> Result<&'a [u8], Error> {
-    if ptr.is_null() {
+/// The checks every caller buffer passes before it is viewed: not NULL, and a length a Rust
+/// slice can have.
+fn check_buffer(is_null: bool, len: usize, what: &str) -> Result<(), Error> {
+    if is_null {
         return Err(Error::null(what));
     }
     if len > isize::MAX as usize {
@@ -133,6 +130,16 @@ unsafe fn input<'a>(ptr: *const u8, len: usize, what: &str) -> Result<&'a [u8], 
             format!("`{what}` length {len} is too large"),
         ));
     }
+    Ok(())
+}
+
+/// A checked view of a caller's read-only buffer.
+///
+/// # Safety
+///
+/// `ptr` is NULL or valid for reads of `len` bytes for `'a`.
+unsafe fn input<'a>(ptr: *const u8, len: usize, what: &str) -> Result<&'a [u8], Error> {
+    check_buffer(ptr.is_null(), len, what)?;
     // SAFETY: non-NULL, length at most `isize::MAX`, and the caller guarantees `len`
     // readable bytes that nothing writes for `'a`.
     Ok(unsafe { slice::from_raw_parts(ptr, len) })
@@ -144,15 +151,7 @@ unsafe fn input<'a>(ptr: *const u8, len: usize, what: &str) -> Result<&'a [u8], 
 ///
 /// `ptr` is NULL or valid for reads and writes of `len` bytes for `'a`, not aliased.
 unsafe fn output<'a>(ptr: *mut u8, len: usize, what: &str) -> Result<&'a mut [u8], Error> {
-    if ptr.is_null() {
-        return Err(Error::null(what));
-    }
-    if len > isize::MAX as usize {
-        return Err(Error::new(
-            PcStatus::PC_ERR_INVALID_ARGUMENT,
-            format!("`{what}` length {len} is too large"),
-        ));
-    }
+    check_buffer(ptr.is_null(), len, what)?;
     // SAFETY: non-NULL, length at most `isize::MAX`, and the caller guarantees `len`
     // writable bytes that nothing else accesses for `'a`.
     Ok(unsafe { slice::from_raw_parts_mut(ptr, len) })

@@ -4,8 +4,8 @@
 //! stream decodes identically into a buffer of exactly `n` bytes and is `OutputOverrun` in
 //! one of `n - 1`.
 //!
-//! The property lives in `pagecodec_fuzz::targets::lzo_decompress`, which `tests/replay.rs` also
-//! runs on the committed corpus.
+//! The property lives in `pagecodec_fuzz::targets::lzo_decompress`;
+//! `tests/replay.rs` also runs it on the committed corpus.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

@@ -5,8 +5,8 @@
 //! tags instead of a clear per page), so a kept codec must write exactly a fresh one's
 //! stream.
 //!
-//! The property lives in `pagecodec_fuzz::targets::lzo_roundtrip`, which `tests/replay.rs` also
-//! runs on the committed corpus.
+//! The property lives in `pagecodec_fuzz::targets::lzo_roundtrip`;
+//! `tests/replay.rs` also runs it on the committed corpus.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

@@ -11,8 +11,8 @@
 //! our decoder) reads them as an LZO-RLE bitstream-version header, which liblzo2 does not
 //! know.
 //!
-//! The property lives in `pagecodec_fuzz::targets::lzo_vs_c`, which `tests/replay.rs` also
-//! runs on the committed corpus.
+//! The property lives in `pagecodec_fuzz::targets::lzo_vs_c`;
+//! `tests/replay.rs` also runs it on the committed corpus.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

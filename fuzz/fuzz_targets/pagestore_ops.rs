@@ -4,8 +4,8 @@
 //! agree with the model, compaction keeps every page, and the statistics and the
 //! allocator's structures stay consistent.
 //!
-//! The property lives in `pagecodec_fuzz::targets::pagestore_ops`, which `tests/replay.rs` also
-//! runs on the committed corpus.
+//! The property lives in `pagecodec_fuzz::targets::pagestore_ops`;
+//! `tests/replay.rs` also runs it on the committed corpus.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

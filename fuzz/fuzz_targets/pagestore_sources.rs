@@ -3,8 +3,8 @@
 //! driven by two threads: every page last stored loads back, a failed or panicked store
 //! leaves the previous page loadable, and the memory limit is never exceeded.
 //!
-//! The property lives in `pagecodec_fuzz::targets::pagestore_sources`, which `tests/replay.rs` also
-//! runs on the committed corpus.
+//! The property lives in `pagecodec_fuzz::targets::pagestore_sources`;
+//! `tests/replay.rs` also runs it on the committed corpus.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

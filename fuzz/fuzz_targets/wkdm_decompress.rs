@@ -4,8 +4,8 @@
 //! same result: on success the same page (no stale byte shows through), on error both pages
 //! untouched (the decoder validates the whole stream before writing).
 //!
-//! The property lives in `pagecodec_fuzz::targets::wkdm_decompress`, which `tests/replay.rs` also
-//! runs on the committed corpus.
+//! The property lives in `pagecodec_fuzz::targets::wkdm_decompress`;
+//! `tests/replay.rs` also runs it on the committed corpus.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

@@ -5,8 +5,8 @@
 //! limit (past any stream length: the same as none) is safe. Also the `PageCodec`
 //! implementation (`check_page_codec`).
 //!
-//! The property lives in `pagecodec_fuzz::targets::wkdm_roundtrip`, which `tests/replay.rs` also
-//! runs on the committed corpus.
+//! The property lives in `pagecodec_fuzz::targets::wkdm_roundtrip`;
+//! `tests/replay.rs` also runs it on the committed corpus.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

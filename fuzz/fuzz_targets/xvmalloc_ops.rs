@@ -4,8 +4,8 @@
 //! handles are refused and change nothing; failed allocations change nothing; the
 //! statistics match the model and `validate()` finds the structures consistent.
 //!
-//! The property lives in `pagecodec_fuzz::targets::xvmalloc_ops`, which `tests/replay.rs` also
-//! runs on the committed corpus.
+//! The property lives in `pagecodec_fuzz::targets::xvmalloc_ops`;
+//! `tests/replay.rs` also runs it on the committed corpus.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

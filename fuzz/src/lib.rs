@@ -4,6 +4,12 @@
 pub mod targets;
 
 use arbitrary::Arbitrary;
+
+/// A typed fuzz input from raw bytes, decoded as libFuzzer's typed targets decode theirs
+/// (`arbitrary_take_rest`); `None` for bytes that do not decode.
+pub fn decode<T: for<'a> Arbitrary<'a>>(data: &[u8]) -> Option<T> {
+    T::arbitrary_take_rest(arbitrary::Unstructured::new(data)).ok()
+}
 use lzokit::{CompressError, KernelCompressor, StreamError, decompress, max_compressed_len};
 use pagecodec::testing::{PageClass, generate};
 use pagecodec::{PAGE_SIZE, PAGE_WORDS, Page};

@@ -5,14 +5,9 @@
 use crate::{LzoInput, PageRecipe, check_lzo_round_trip, check_page_codec};
 use lzokit::LzoRle;
 
-/// One input, as the fuzz target runs it: the bytes decoded into `(LzoInput, PageRecipe, u16)` as libFuzzer
-/// does (inputs that do not decode are skipped).
+/// One input, as the fuzz target runs it (bytes that do not decode are skipped).
 pub fn run(data: &[u8]) {
-    let Ok(input) = <(LzoInput, PageRecipe, u16) as arbitrary::Arbitrary>::arbitrary_take_rest(
-        arbitrary::Unstructured::new(data),
-    ) else {
-        return;
-    };
+    let Some(input) = crate::decode::<(LzoInput, PageRecipe, u16)>(data) else { return };
     let (lzo, recipe, budget) = input;
     check_lzo_round_trip(&lzo, true);
     check_page_codec(&mut LzoRle::default(), &recipe.page(), budget, true);

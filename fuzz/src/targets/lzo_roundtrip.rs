@@ -14,14 +14,9 @@ use pagecodec::PageCodec;
 /// The page codec that has seen every earlier input of this run.
 static KEPT: Mutex<Option<Lzo1x>> = Mutex::new(None);
 
-/// One input, as the fuzz target runs it: the bytes decoded into `(LzoInput, PageRecipe, u16)` as libFuzzer
-/// does (inputs that do not decode are skipped).
+/// One input, as the fuzz target runs it (bytes that do not decode are skipped).
 pub fn run(data: &[u8]) {
-    let Ok(input) = <(LzoInput, PageRecipe, u16) as arbitrary::Arbitrary>::arbitrary_take_rest(
-        arbitrary::Unstructured::new(data),
-    ) else {
-        return;
-    };
+    let Some(input) = crate::decode::<(LzoInput, PageRecipe, u16)>(data) else { return };
     let (lzo, recipe, budget) = input;
     check_lzo_round_trip(&lzo, false);
     let page = recipe.page();

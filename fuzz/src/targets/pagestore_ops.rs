@@ -134,13 +134,9 @@ fn run_with<C: EntryCodec>(codec: C, input: &Input) {
     assert_eq!(store.stats().mm.mem_used_total, 0, "an empty store still holds memory");
 }
 
-/// One input, as the fuzz target runs it: the bytes decoded into `Input` as libFuzzer
-/// does (inputs that do not decode are skipped).
+/// One input, as the fuzz target runs it (bytes that do not decode are skipped).
 pub fn run(data: &[u8]) {
-    let Ok(input) = <Input as arbitrary::Arbitrary>::arbitrary_take_rest(arbitrary::Unstructured::new(data))
-    else {
-        return;
-    };
+    let Some(input) = crate::decode::<Input>(data) else { return };
     match input.codec % 5 {
         0 => run_with(Lzo1x::default(), &input),
         1 => run_with(LzoRle::default(), &input),

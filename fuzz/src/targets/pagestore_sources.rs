@@ -135,13 +135,9 @@ fn run_ops(
     }
 }
 
-/// One input, as the fuzz target runs it: the bytes decoded into `Input` as libFuzzer
-/// does (inputs that do not decode are skipped).
+/// One input, as the fuzz target runs it (bytes that do not decode are skipped).
 pub fn run(data: &[u8]) {
-    let Ok(input) = <Input as arbitrary::Arbitrary>::arbitrary_take_rest(arbitrary::Unstructured::new(data))
-    else {
-        return;
-    };
+    let Some(input) = crate::decode::<Input>(data) else { return };
     quiet_scripted_panics();
     let limit = (input.limit_chunks > 0).then(|| u64::from(input.limit_chunks % 16 + 1) * 16384);
     let mut config = StoreConfig::default();

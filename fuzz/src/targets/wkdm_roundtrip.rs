@@ -73,14 +73,9 @@ fn limit(flags: u8, raw: u64, xnu: usize) -> Option<usize> {
     }
 }
 
-/// One input, as the fuzz target runs it: the bytes decoded into `(PageRecipe, PageRecipe, u8, u16, u64)` as libFuzzer
-/// does (inputs that do not decode are skipped).
+/// One input, as the fuzz target runs it (bytes that do not decode are skipped).
 pub fn run(data: &[u8]) {
-    let Ok(input) = <(PageRecipe, PageRecipe, u8, u16, u64) as arbitrary::Arbitrary>::arbitrary_take_rest(
-        arbitrary::Unstructured::new(data),
-    ) else {
-        return;
-    };
+    let Some(input) = crate::decode::<(PageRecipe, PageRecipe, u8, u16, u64)>(data) else { return };
     let (a, b, flags, budget, raw_limit) = input;
     let early_abort = flags & 1 != 0;
     let (a, b) = (a.page(), b.page());

@@ -53,13 +53,9 @@ fn check_all(pool: &Pool<HeapSource>, model: &Model) {
     assert!(stats.allocated_bytes <= stats.held_bytes);
 }
 
-/// One input, as the fuzz target runs it: the bytes decoded into `Input` as libFuzzer
-/// does (inputs that do not decode are skipped).
+/// One input, as the fuzz target runs it (bytes that do not decode are skipped).
 pub fn run(data: &[u8]) {
-    let Ok(input) = <Input as arbitrary::Arbitrary>::arbitrary_take_rest(arbitrary::Unstructured::new(data))
-    else {
-        return;
-    };
+    let Some(input) = crate::decode::<Input>(data) else { return };
     let chunk_size = 4096usize << (input.chunk % 5);
     let source = match input.limit_chunks {
         0 => HeapSource::new(),
