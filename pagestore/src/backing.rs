@@ -292,7 +292,7 @@ impl<B: Backing> Backing for FaultyBacking<B> {
             ReadFault::Io => Err(BackingError::Io { code: None }),
             ReadFault::Corrupt => {
                 self.inner.read(slot, data)?;
-                data[(slot as usize * 7 + self.reads as usize) % SLOT_SIZE] ^= 0x10;
+                data[(slot.wrapping_mul(7).wrapping_add(self.reads) % SLOT_SIZE as u64) as usize] ^= 0x10;
                 Ok(())
             }
         }

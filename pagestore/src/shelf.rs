@@ -409,7 +409,7 @@ impl<S: PageSource> Shelf<S> {
             _ => false,
         };
         // The new stream must be smaller than the old and within the huge threshold.
-        let budget = (old_len - 1).min(job.huge_threshold);
+        let budget = old_len.saturating_sub(1).min(job.huge_threshold);
         let compressed = match codecs.codec(job.slot) {
             Some(c) if decoded && budget > 0 => c.compress(page, &mut scratch[..budget]).ok(),
             _ => None,
