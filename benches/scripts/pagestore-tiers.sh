@@ -29,11 +29,14 @@ orders = [{"order": n, "customer": "customer-%06d" % random.randrange(40000),
 report = json.dumps(orders[:15000], indent=1)
 time.sleep(600)
 '
-# A heap holding what LZ77 leaves raw: hex digests as keys, compressed blobs, floats.
+# A heap holding what LZ77 leaves raw: hex digests as keys and as a log, base64 of random
+# bytes (binary data in JSON), zlib-compressed blobs, random floats.
 mixed='
-import array, hashlib, json, random, time, zlib
+import array, base64, hashlib, json, random, time, zlib
 random.seed(7)
 index = {hashlib.sha256(b"%d" % i).hexdigest(): i for i in range(80000)}
+hexlog = "".join(hashlib.sha512(b"%d" % i).hexdigest() for i in range(40000))
+b64 = base64.b64encode(random.randbytes(3000000)).decode()
 blobs = [zlib.compress(json.dumps([random.random() for _ in range(60)]).encode(), 6) for _ in range(4000)]
 samples = array.array("d", (random.gauss(0.0, 1.0) for _ in range(300000)))
 time.sleep(600)
@@ -57,9 +60,12 @@ run() {
     run capture --settle-ms 1500 -o "$scratch/records.pages" -- python3 -c "$records"
     run capture --settle-ms 1500 -o "$scratch/mixed.pages" -- python3 -c "$mixed"
     pages=("$scratch/records.pages" "$scratch/mixed.pages")
-    # zram's defaults as the primary codecs; zstd at zram's level, then the strongest level.
+    # zram's defaults as the primary codecs, zstd at zram's level as the secondary; then the
+    # strongest level alone (huge pages included); then both in slot order (huge pages zstd
+    # could not shrink are marked incompressible and not tried again, zram's rule).
     run store --corpus "${pages[@]}" --codec lzo-rle,lzo --recompress zstd
-    run store --corpus "${pages[@]}" --codec lzo-rle --recompress zstd,zstd-22 --max-pages 6000
+    run store --corpus "${pages[@]}" --codec lzo-rle --recompress zstd-22 --max-pages 5000
+    run store --corpus "${pages[@]}" --codec lzo-rle --recompress zstd,zstd-22 --max-pages 2000
     # Writeback of every page, streams, then pages, through the page cache and O_DIRECT.
     run store --corpus "${pages[@]}" --codec lzo-rle --writeback "$scratch/wb.slots"
     run store --corpus "${pages[@]}" --codec lzo-rle --writeback "$scratch/wb.slots" --direct
@@ -68,4 +74,8 @@ run() {
     # The 2001 paper's workloads with idle pages going to a file.
     run simulate --workload mmap002 --ram-mb 16 --writeback "$scratch/sim.slots"
     run simulate --workload mmap002 --ram-mb 16
+    # The store's metadata per page beside the kernel's zram (root, zram-control).
+    if [ -w /sys/class/zram-control/hot_add ]; then
+        run zram --corpus "$scratch/records.pages" --scale captured --codec lzo-rle
+    fi
 } >"$out"
