@@ -197,7 +197,7 @@ struct StoreArgs {
     json: bool,
     /// Instead of comparing codecs: mark every page idle and recompress the huge, then the
     /// idle pages with these secondary codecs (slots 1-3 in order): zstd, zstd-N (level),
-    /// lz4-page, lzo, lzo-rle, lzo-kernel, wkdm, hybrid.
+    /// lz4-page, lzo, lzo-rle, lzo-kernel, lzo-999, wkdm, hybrid.
     #[arg(long, value_delimiter = ',', value_name = "CODEC")]
     recompress: Vec<String>,
     /// Instead of comparing codecs (after any --recompress): write every page back to this

@@ -21,12 +21,17 @@ use serde::Serialize;
 use crate::timing::{TickStats, Timer};
 
 /// A secondary codec by name: `zstd` (level 3), `zstd-N` (level N, e.g. `zstd-19`),
-/// `lz4-page`, `lzo`, `lzo-rle`, `lzo-kernel`, `wkdm`, `hybrid`.
+/// `lz4-page`, `lzo`, `lzo-rle`, `lzo-kernel`, `lzo-999` (lzokit's minimum-cost LZO1X;
+/// `lzo-999-N` searches N candidates per position), `wkdm`, `hybrid`.
 ///
 /// # Errors
 ///
 /// An unknown name, or a zstd level zstd refuses.
 pub fn secondary(name: &str) -> Result<SendCodec, String> {
+    if let Some(depth) = name.strip_prefix("lzo-999-") {
+        let depth: usize = depth.parse().map_err(|_| format!("bad lzo-999 depth in {name:?}"))?;
+        return Ok(Box::new(Named(lzokit::Lzo1x999::with_depth(depth), leak(name))));
+    }
     if let Some(level) = name.strip_prefix("zstd-") {
         let level: i32 = level.parse().map_err(|_| format!("bad zstd level in {name:?}"))?;
         return pagecodec_adapters::Zstd::with_level(level)
@@ -39,11 +44,12 @@ pub fn secondary(name: &str) -> Result<SendCodec, String> {
         "lzo" => Box::new(lzokit::Lzo1x::default()),
         "lzo-rle" => Box::new(lzokit::LzoRle::default()),
         "lzo-kernel" => Box::new(lzokit::Lzo1xKernel::default()),
+        "lzo-999" => Box::new(lzokit::Lzo1x999::default()),
         "wkdm" => Box::new(wkdm::Wkdm::default()),
         "hybrid" => Box::new(crate::codecs::hybrid()),
         _ => {
             return Err(format!(
-                "unknown secondary codec {name:?}; known: zstd, zstd-N, lz4-page, lzo, lzo-rle, lzo-kernel, wkdm, hybrid"
+                "unknown secondary codec {name:?}; known: zstd, zstd-N, lz4-page, lzo, lzo-rle, lzo-kernel, lzo-999, wkdm, hybrid"
             ));
         }
     })
@@ -402,13 +408,13 @@ mod tests {
         let timer = Timer::with_clock(Clock::Instant);
         let path = std::env::temp_dir().join(format!("pagebench-tiers-{}.slots", std::process::id()));
         let opts = TierOptions {
-            recompress: vec!["zstd-19".into(), "lz4-page".into()],
+            recompress: vec!["zstd-19".into(), "lz4-page".into(), "lzo-999".into()],
             writeback: Some(path.clone()),
             batch: 8,
             ..TierOptions::default()
         };
         let r = bench_tiers(&timer, "lzo-rle", &pages, &opts).unwrap();
-        assert_eq!(r.recompress.len(), 4);
+        assert_eq!(r.recompress.len(), 6);
         let zstd_idle = &r.recompress[1];
         assert!(zstd_idle.recompressed > 0 && zstd_idle.bytes_saved > 0, "{zstd_idle:?}");
         let first = r.memory[0];
