@@ -66,6 +66,8 @@ run() {
     run store --corpus "${pages[@]}" --codec lzo-rle,lzo --recompress zstd
     run store --corpus "${pages[@]}" --codec lzo-rle --recompress zstd-22 --max-pages 5000
     run store --corpus "${pages[@]}" --codec lzo-rle --recompress zstd,zstd-22 --max-pages 2000
+    # Without zstd (no_std users): lzokit's minimum-cost LZO1X, same decoder as the primary.
+    run store --corpus "${pages[@]}" --codec lzo-rle --recompress lzo-999
     # Writeback of every page, streams, then pages, through the page cache and O_DIRECT.
     run store --corpus "${pages[@]}" --codec lzo-rle --writeback "$scratch/wb.slots"
     run store --corpus "${pages[@]}" --codec lzo-rle --writeback "$scratch/wb.slots" --direct
