@@ -549,6 +549,8 @@ pub struct SimulateOptions {
     pub codec: String,
     /// JSON on stdout.
     pub json: bool,
+    /// A backing file for idle pages.
+    pub writeback: Option<PathBuf>,
 }
 
 /// `simulate`: replay a workload of the 2001 compressed-cache paper over an LRU "RAM" and a compressed page store.
@@ -557,7 +559,7 @@ pub struct SimulateOptions {
 ///
 /// An unknown codec, or a page the store lost or corrupted.
 pub fn simulate(opts: &SimulateOptions) -> Result<crate::simulate::SimReport, AnyError> {
-    use crate::simulate::simulate;
+    use crate::simulate::simulate_with as simulate;
     let log = Log::new(opts.json);
     let timer = Timer::new();
     log.line(Machine::collect(&timer).describe());
@@ -566,12 +568,12 @@ pub fn simulate(opts: &SimulateOptions) -> Result<crate::simulate::SimReport, An
     }
     let started = Instant::now();
     let report = if opts.codec == "hybrid" {
-        simulate(codecs::hybrid(), opts.workload, opts.ram_mb, &timer)
+        simulate(codecs::hybrid(), opts.workload, opts.ram_mb, &timer, opts.writeback.as_deref())
     } else {
         let codec = codecs::by_name(&opts.codec).ok_or_else(|| {
             format!("unknown codec {:?}; known: hybrid, {}", opts.codec, codecs::names().join(", "))
         })?;
-        simulate(codec, opts.workload, opts.ram_mb, &timer)
+        simulate(codec, opts.workload, opts.ram_mb, &timer, opts.writeback.as_deref())
     }?;
     log.line(report.render());
     log.line(format!(
@@ -596,6 +598,8 @@ pub struct StoreOptions {
     pub max_pages: usize,
     /// JSON on stdout.
     pub json: bool,
+    /// Recompression and writeback instead of the codec comparison.
+    pub tiers: Option<crate::tiers::TierOptions>,
 }
 
 /// `store`: real pages through `pagestore` per codec.
@@ -611,9 +615,31 @@ pub fn store(opts: &StoreOptions) -> Result<Vec<crate::storebench::StoreRow>, An
     for mut corpus in real_pages(&opts.corpus_files, &log)? {
         corpus.subsample(opts.max_pages);
         log.line(format!("pages: {} ({} pages) {}", corpus.name, corpus.pages.len(), corpus.origin));
+        if let Some(tiers) = &opts.tiers {
+            let mut reports = Vec::new();
+            for codec in &opts.codecs {
+                let report = crate::tiers::bench_tiers(&timer, codec, &corpus.pages, tiers)?;
+                log.line(report.render());
+                reports.push(report);
+            }
+            log.line(
+                "used/orig = mem_used_total (after compaction) / orig_data_size; phases: stored (primary codec), \
+                 recompressed huge / idle (per secondary codec, slot order: huge pages first, then every idle \
+                 page a lower slot wrote), written back (every page not same-filled, to the file); ticks/page = \
+                 TSC ticks per page tried (decode + compress); load from the file = TSC ticks per load call \
+                 (read, checksum, decode), every page verified after every phase",
+            );
+            if opts.json {
+                println!("{}", serde_json::to_string_pretty(&reports)?);
+            }
+            continue;
+        }
         let r = crate::storebench::bench_stores(&timer, &opts.codecs, &corpus.pages)?;
         log.line(crate::storebench::table(&r, &timer));
         rows.extend(r);
+    }
+    if opts.tiers.is_some() {
+        return Ok(rows);
     }
     log.line(format!(
         "ratio = input / output over the pages the codec saw; used/orig = mem_used_total / orig_data_size; \

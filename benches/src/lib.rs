@@ -46,5 +46,6 @@ pub mod simulate;
 pub mod storebench;
 #[cfg(target_os = "linux")]
 pub mod swap;
+pub mod tiers;
 pub mod timing;
 pub mod zram;

@@ -175,6 +175,10 @@ struct SimulateArgs {
     /// JSON on stdout.
     #[arg(long)]
     json: bool,
+    /// Write idle pages back to this file (created, removed at the end): after every RAM's
+    /// worth of evictions, pages not stored or loaded since the last pass go to the file.
+    #[arg(long, value_name = "FILE")]
+    writeback: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -191,6 +195,40 @@ struct StoreArgs {
     /// JSON on stdout.
     #[arg(long)]
     json: bool,
+    /// Instead of comparing codecs: mark every page idle and recompress the huge, then the
+    /// idle pages with these secondary codecs (slots 1-3 in order): zstd, zstd-N (level),
+    /// lz4-page, lzo, lzo-rle, lzo-kernel, lzo-999, wkdm, hybrid.
+    #[arg(long, value_delimiter = ',', value_name = "CODEC")]
+    recompress: Vec<String>,
+    /// Instead of comparing codecs (after any --recompress): write every page back to this
+    /// file (created, removed at the end) and load each from it.
+    #[arg(long, value_name = "FILE")]
+    writeback: Option<PathBuf>,
+    /// Open the writeback file with O_DIRECT.
+    #[arg(long, requires = "writeback")]
+    direct: bool,
+    /// Pages per writeback batch (one flush each).
+    #[arg(long, default_value_t = 64, requires = "writeback")]
+    batch: usize,
+    /// fdatasync the file at every batch.
+    #[arg(long, requires = "writeback")]
+    sync: bool,
+    /// Write decompressed pages instead of compressed streams.
+    #[arg(long, requires = "writeback")]
+    write_pages: bool,
+}
+
+impl StoreArgs {
+    fn tiers(&self) -> Option<pagebench::tiers::TierOptions> {
+        (!self.recompress.is_empty() || self.writeback.is_some()).then(|| pagebench::tiers::TierOptions {
+            recompress: self.recompress.clone(),
+            writeback: self.writeback.clone(),
+            direct: self.direct,
+            batch: self.batch,
+            sync: self.sync,
+            write_pages: self.write_pages,
+        })
+    }
 }
 
 #[derive(Args, Debug)]
@@ -288,9 +326,11 @@ fn main() -> ExitCode {
             ram_mb: a.ram_mb as usize,
             codec: a.codec,
             json: a.json,
+            writeback: a.writeback,
         })
         .map(drop),
         Some(Command::Store(a)) => app::store(&app::StoreOptions {
+            tiers: a.tiers(),
             corpus_files: a.corpus,
             codecs: a.codec,
             max_pages: a.max_pages,
@@ -421,6 +461,13 @@ mod tests {
         let cli = parse(&["store", "--corpus", "x.pages"]).unwrap();
         let Some(Command::Store(a)) = cli.command else { panic!() };
         assert_eq!(a.codec, ["wkdm", "lzo-rle", "hybrid"]);
+        assert!(a.tiers().is_none());
+        let cli =
+            parse(&["store", "--recompress", "zstd-19,lz4-page", "--writeback", "f", "--direct"]).unwrap();
+        let Some(Command::Store(a)) = cli.command else { panic!() };
+        let t = a.tiers().unwrap();
+        assert_eq!((t.recompress.len(), t.direct, t.batch), (2, true, 64));
+        assert!(parse(&["store", "--direct"]).is_err(), "--direct needs --writeback");
         let cli = parse(&["alloc", "--cold-mb", "10"]).unwrap();
         let Some(Command::Alloc(a)) = cli.command else { panic!() };
         assert_eq!((a.cold_mb, a.pairs), (10, 20_000));

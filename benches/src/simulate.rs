@@ -21,7 +21,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use pagecodec::Page;
-use pagestore::{EntryCodec, PageStore, StoreConfig, TimeUnit};
+use pagestore::{BackingConfig, EntryCodec, FileBacking, PageStore, Selection, StoreConfig, TimeUnit};
 use serde::Serialize;
 
 use crate::corpus::{FILLMEM_BLOCK_PAGES, GlibcRand, fillmem_block, ramp_page};
@@ -84,6 +84,25 @@ pub struct Machine<C: EntryCodec> {
     timer: Timer,
     store_ticks: Vec<u64>,
     load_ticks: Vec<u64>,
+    /// Evictions between writeback passes (0: no backing file).
+    writeback_every: u64,
+    evictions_since: u64,
+    backing: BackingFigures,
+}
+
+/// What a backing file took (`simulate --writeback FILE`).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct BackingFigures {
+    /// Writeback passes (one per RAM's worth of evictions).
+    pub passes: u64,
+    /// Pages written to the file.
+    pub written: u64,
+    /// Pages read back from the file.
+    pub reads: u64,
+    /// Pages on the file at the end.
+    pub on_file: u64,
+    /// Wall-clock seconds spent in writeback.
+    pub seconds: f64,
 }
 
 /// FNV-1a of a page: what the replay remembers of each page's content.
@@ -105,7 +124,38 @@ impl<C: EntryCodec> Machine<C> {
             timer,
             store_ticks: Vec::new(),
             load_ticks: Vec::new(),
+            writeback_every: 0,
+            evictions_since: 0,
+            backing: BackingFigures::default(),
         }
+    }
+
+    /// Writes idle pages back to a file at `path` (created; the caller removes it): after
+    /// every RAM's worth of evictions, the pages neither stored nor loaded since the previous
+    /// pass go to the file, then every page is marked idle (zram's mark-idle-then-writeback
+    /// cycle).
+    ///
+    /// # Errors
+    ///
+    /// The file cannot be created.
+    pub fn write_back_to(&mut self, path: &std::path::Path, slots: u64) -> Result<(), String> {
+        let file = FileBacking::create(path, slots).map_err(|e| format!("{}: {e}", path.display()))?;
+        self.store.set_backing(Box::new(file), BackingConfig::default()).map_err(|e| e.to_string())?;
+        self.writeback_every = self.capacity as u64;
+        Ok(())
+    }
+
+    fn writeback_pass(&mut self) -> Result<(), String> {
+        let started = std::time::Instant::now();
+        let r = self.store.writeback(Selection::Idle, u64::MAX, 64).map_err(|e| e.to_string())?;
+        self.backing.seconds += started.elapsed().as_secs_f64();
+        if let Some(e) = r.error {
+            return Err(format!("writeback failed after {} pages: {e}", r.written));
+        }
+        self.store.mark_idle();
+        self.backing.passes += 1;
+        self.backing.written += r.written;
+        Ok(())
     }
 
     /// The store, for its statistics.
@@ -133,6 +183,13 @@ impl<C: EntryCodec> Machine<C> {
         }
         self.lru.remove(&stamp);
         self.resident.remove(&key);
+        if self.writeback_every > 0 {
+            self.evictions_since += 1;
+            if self.evictions_since >= self.writeback_every {
+                self.evictions_since = 0;
+                self.writeback_pass()?;
+            }
+        }
         Ok(())
     }
 
@@ -341,6 +398,8 @@ pub struct SimReport {
     pub store_ticks: TickStats,
     /// Load ticks per page as timed around `load`.
     pub load_ticks: TickStats,
+    /// The backing file's figures (`--writeback`).
+    pub backing: Option<BackingFigures>,
 }
 
 /// The store's figures in the 2001 paper's shape plus zram's mm_stat.
@@ -503,10 +562,38 @@ pub fn simulate<C: EntryCodec>(
     ram_mb: usize,
     timer: &Timer,
 ) -> Result<SimReport, String> {
+    simulate_with(codec, workload, ram_mb, timer, None)
+}
+
+/// [`simulate`], writing idle pages back to a file at `writeback` (see
+/// [`Machine::write_back_to`]; the file is removed at the end).
+///
+/// # Errors
+///
+/// As [`simulate`], or a file that cannot be made or written.
+pub fn simulate_with<C: EntryCodec>(
+    codec: C,
+    workload: Workload,
+    ram_mb: usize,
+    timer: &Timer,
+    writeback: Option<&std::path::Path>,
+) -> Result<SimReport, String> {
     let ram_pages = ram_mb * 256;
     let name = codec.name().to_string();
     let mut machine = Machine::new(codec, ram_pages, timer.clone());
-    replay(&mut machine, workload, ram_pages)?;
+    if let Some(path) = writeback {
+        // Every workload touches at most 3x RAM.
+        machine.write_back_to(path, 4 * ram_pages as u64)?;
+    }
+    let replayed = replay(&mut machine, workload, ram_pages);
+    if let Some(path) = writeback {
+        let _ = std::fs::remove_file(path);
+    }
+    replayed?;
+    let backing = writeback.map(|_| {
+        let bd = machine.store.stats().tiers.backing;
+        BackingFigures { reads: bd.reads, on_file: bd.pages, ..machine.backing.clone() }
+    });
     Ok(SimReport {
         workload,
         ram_mb,
@@ -516,6 +603,7 @@ pub fn simulate<C: EntryCodec>(
         table: StoreTable::of(&machine.store),
         store_ticks: TickStats::from_ticks(&mut machine.store_ticks),
         load_ticks: TickStats::from_ticks(&mut machine.load_ticks),
+        backing,
     })
 }
 
@@ -550,7 +638,12 @@ impl SimReport {
             self.load_ticks.p99,
             self.load_ticks.max,
             self.table.render(&self.codec)
-        )
+        ) + &self.backing.as_ref().map_or(String::new(), |b| {
+            format!(
+                "\nbacking file: {} writeback passes wrote {} pages in {:.3} s; {} pages read back from it; {} on it at the end",
+                b.passes, b.written, b.seconds, b.reads, b.on_file
+            )
+        })
     }
 }
 
@@ -573,6 +666,23 @@ mod tests {
             assert_eq!(c.pgpgout, 4 * c.pswpout);
             assert!(c.accesses >= c.minor_faults + c.pswpin);
             assert!(r.table.pages >= c.pswpout);
+        }
+    }
+
+    #[test]
+    fn a_backing_file_takes_idle_pages_and_gives_them_back() {
+        let path = std::env::temp_dir().join(format!("pagebench-sim-{}.slots", std::process::id()));
+        for w in [Workload::Mmap002, Workload::Fillmem] {
+            let plain = simulate(lzokit::LzoRle::default(), w, 1, &timer()).unwrap();
+            let r = simulate_with(lzokit::LzoRle::default(), w, 1, &timer(), Some(&path)).unwrap();
+            let b = r.backing.as_ref().unwrap();
+            assert!(b.passes > 0 && b.written > 0, "{w:?}: {}", r.render());
+            assert_eq!(
+                r.counters.pswpin, plain.counters.pswpin,
+                "the file changes where pages are, not which"
+            );
+            assert!(r.render().contains("backing file"));
+            assert!(!path.exists(), "the file is removed");
         }
     }
 

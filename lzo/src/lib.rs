@@ -11,7 +11,8 @@
 //!   with typed errors mirroring liblzo2's ([`StreamError`]). No input makes it panic, read
 //!   or write out of bounds, loop forever or return stale bytes.
 //! - [`Lzo1x`] (the page-tuned compressor, zram's `lzo`), [`Lzo1xKernel`] (the kernel's exact
-//!   `lzo` bytes) and [`LzoRle`] (the kernel's `lzo-rle` bytes) as [`PageCodec`]s.
+//!   `lzo` bytes), [`LzoRle`] (the kernel's `lzo-rle` bytes) and [`Lzo1x999`] (a slow
+//!   minimum-cost compressor, LZO1X-999-class ratios) as [`PageCodec`]s.
 //!
 //! # `unsafe`
 //!
@@ -63,7 +64,7 @@ pub use error::StreamError;
 pub use format::max_compressed_len;
 pub use pagecodec::CompressError;
 
-use compress::PageCompressor;
+use compress::{OptimalCompressor, PageCompressor};
 use pagecodec::{PAGE_SIZE, Page, PageCodec};
 
 /// The `PageCodec` methods the codecs share (their name, the largest stream, the decoder,
@@ -156,6 +157,67 @@ pub struct Lzo1xKernel {
 }
 
 page_codec!(Lzo1xKernel, "lzo-kernel", |codec, page, out| codec.compressor.compress(page.as_bytes(), out));
+
+/// A slow, strong LZO1X compressor for pages as a [`PageCodec`] (`lzo-999`): LZO1X-999-class
+/// ratios with the same decoder, for recompressing pages that stay in memory a long time.
+///
+/// It searches hash chains of every earlier position with the same 3-byte prefix (up to
+/// [`depth`](Self::depth) of them, default 16) for the longest match and the longest within
+/// a 2-byte instruction's reach, then picks the cheapest sequence of literal runs and
+/// matches for the whole page by dynamic programming over the instruction costs. Its
+/// streams are plain LZO1X (M2 and M3 instructions, lengths from 3) that every LZO1X decoder
+/// reads; they are not liblzo2's `lzo1x_999` bytes. Several times slower than [`Lzo1x`]; it
+/// owns about 56 KiB of working memory.
+///
+/// ```
+/// use lzokit::{Lzo1x, Lzo1x999};
+/// use pagecodec::{Page, PageCodec};
+///
+/// let mut page = Page::zeroed();
+/// for (i, b) in page.as_bytes_mut().iter_mut().enumerate() {
+///     *b = b"the quick brown fox jumps over the lazy dog, "[i % 45] ^ (i / 700) as u8;
+/// }
+/// let mut strong = vec![0u8; 4096];
+/// let n = Lzo1x999::default().compress(&page, &mut strong)?;
+/// let mut fast = vec![0u8; 4096];
+/// let m = Lzo1x::default().compress(&page, &mut fast)?;
+/// assert!(n <= m, "{n} > {m}");
+/// let mut back = Page::zeroed();
+/// Lzo1x::default().decompress(&strong[..n], &mut back)?; // any LZO1X decoder
+/// assert_eq!(back, page);
+/// # Ok::<(), Box<dyn core::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct Lzo1x999 {
+    compressor: OptimalCompressor,
+}
+
+impl Lzo1x999 {
+    /// A compressor walking up to `depth` candidates per position (at least 1): deeper
+    /// finds longer matches, slower.
+    pub const fn with_depth(depth: usize) -> Self {
+        Lzo1x999 { compressor: OptimalCompressor::new(depth) }
+    }
+
+    /// Candidates walked per position.
+    pub fn depth(&self) -> usize {
+        self.compressor.depth()
+    }
+}
+
+impl Default for Lzo1x999 {
+    fn default() -> Self {
+        Self::with_depth(OptimalCompressor::DEFAULT_DEPTH)
+    }
+}
+
+impl core::fmt::Debug for Lzo1x999 {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Lzo1x999").field("depth", &self.depth()).finish_non_exhaustive()
+    }
+}
+
+page_codec!(Lzo1x999, "lzo-999", |codec, page, out| codec.compressor.compress(page.as_bytes(), out));
 
 /// LZO-RLE as a [`PageCodec`] (zram's `lzo-rle`, its default since Linux 5.1): byte-identical
 /// to the kernel's `lzorle1x_1_compress`. Its decoder also reads plain LZO1X streams.

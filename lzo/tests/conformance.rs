@@ -1,7 +1,7 @@
 //! The family's conformance suite (round trips on every page class, every budget, damaged
-//! streams, garbage input, determinism) on both page codecs.
+//! streams, garbage input, determinism) on the page codecs.
 
-use lzokit::{Lzo1x, LzoRle};
+use lzokit::{Lzo1x, Lzo1x999, LzoRle};
 use pagecodec::PageCodec;
 use pagecodec::testing::check_codec;
 
@@ -18,6 +18,14 @@ fn lzo_rle_passes_the_conformance_suite() {
     let mut codec = LzoRle::default();
     assert_eq!(codec.name(), "lzo-rle");
     check_codec(&mut codec);
+}
+
+#[test]
+fn lzo999_passes_the_conformance_suite() {
+    let mut codec = Lzo1x999::default();
+    assert_eq!((codec.name(), codec.max_compressed_len(), codec.depth()), ("lzo-999", 4421, 16));
+    check_codec(&mut codec);
+    assert_eq!(Lzo1x999::with_depth(0).depth(), 1);
 }
 
 #[test]

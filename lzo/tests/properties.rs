@@ -160,3 +160,36 @@ fn rle_shortens_ambiguous_m4_matches() {
     let plain = compress(false, &src);
     assert!(plain.len() < stream.len());
 }
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// The slow compressor on structured pages: the stream decodes to the page, is no
+    /// larger than LZO1X-1's (with a search of 32 candidates or more), and any smaller budget
+    /// fails cleanly.
+    #[test]
+    fn lzo999_pages_round_trip_and_respect_budgets(
+        src in input(4096), depth in 1usize..200, pick in any::<prop::sample::Index>(),
+    ) {
+        use lzokit::{Lzo1x, Lzo1x999};
+        use pagecodec::{Page, PageCodec};
+        let mut bytes = [0u8; 4096];
+        bytes[..src.len()].copy_from_slice(&src);
+        let page = Page::from(bytes);
+        let mut codec = Lzo1x999::with_depth(depth);
+        let mut out = vec![0u8; max_compressed_len(4096)];
+        let n = codec.compress(&page, &mut out).unwrap();
+        let mut back = [0u8; 4096];
+        prop_assert_eq!(decompress(&out[..n], &mut back), Ok(4096));
+        prop_assert_eq!(back, bytes);
+        let mut fast = vec![0u8; max_compressed_len(4096)];
+        let m = Lzo1x::default().compress(&page, &mut fast).unwrap();
+        // A deep enough search finds what the single-probe compressor finds, and the parse
+        // spends no more on it.
+        if depth >= 32 {
+            prop_assert!(n <= m, "{} > {}", n, m);
+        }
+        let budget = pick.index(n);
+        prop_assert!(codec.compress(&page, &mut out[..budget]).is_err());
+    }
+}

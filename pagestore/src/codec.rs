@@ -1,7 +1,12 @@
 //! How the store calls codecs: [`EntryCodec`], implemented by every
 //! [`PageCodec`] and by [`Hybrid`].
 
+use alloc::boxed::Box;
+
 use pagecodec::{CompressError, DecompressError, Page, PageCodec};
+
+/// A boxed codec that can move between threads (secondary codecs, `ShardedStore`'s codecs).
+pub type SendCodec = Box<dyn EntryCodec + Send>;
 
 /// A codec as the store sees it: compression also returns a *variant* (which of several
 /// inner codecs produced the stream), recorded per entry and handed back to `decompress`.

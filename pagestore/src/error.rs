@@ -4,6 +4,8 @@ use core::fmt;
 
 use pagecodec::DecompressError;
 
+use crate::BackingError;
+
 /// Why [`store`](crate::PageStore::store) failed. Every page stored before, including an
 /// older page under the same key, is left intact.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -36,6 +38,10 @@ pub enum LoadError {
     /// The stored stream did not decompress (a codec bug or memory corruption); the
     /// destination page's contents are unspecified.
     Corrupt(DecompressError),
+    /// The page was written back and could not be read back intact (an I/O error, or a
+    /// slot that fails its checksum); no other data was returned. The page stays on the
+    /// backing store: a later load may succeed.
+    Backing(BackingError),
 }
 
 impl fmt::Display for LoadError {
@@ -43,6 +49,7 @@ impl fmt::Display for LoadError {
         match self {
             LoadError::NotFound => f.write_str("no page stored under this key"),
             LoadError::Corrupt(e) => write!(f, "stored page does not decompress: {e}"),
+            LoadError::Backing(e) => write!(f, "written-back page cannot be read: {e}"),
         }
     }
 }
@@ -51,6 +58,7 @@ impl core::error::Error for LoadError {
     fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
         match self {
             LoadError::Corrupt(e) => Some(e),
+            LoadError::Backing(e) => Some(e),
             LoadError::NotFound => None,
         }
     }

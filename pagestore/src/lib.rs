@@ -12,6 +12,9 @@
 //!   stored raw; the codec gets that budget, so it gives up early;
 //! - **memory limit**: past it `store` returns [`StoreError::Full`] and nothing stored
 //!   changes;
+//! - **beyond RAM**: [`PageStore::mark_idle`], [`PageStore::recompress`] with up to three
+//!   secondary codecs, and [`PageStore::writeback`] to a [`Backing`] store (a file under
+//!   `std`), never losing a page to a failing one;
 //! - **statistics**: zram's `mm_stat` ([`MmStat`]) and the per-codec statistics table of the 2001 Linux compressed-cache paper
 //!   ([`CodecStats`]: sizes, TSC timings with medians, ratio, incompressible pages).
 //!
@@ -43,12 +46,17 @@ struct ReadmeDoctests;
 
 extern crate alloc;
 
+mod backing;
 mod codec;
 mod error;
+#[cfg(all(feature = "std", unix))]
+mod file;
 mod histogram;
 mod shelf;
 mod stats;
 mod store;
+mod table;
+mod tier;
 mod timing;
 
 #[cfg(feature = "std")]
@@ -56,11 +64,15 @@ mod sharded;
 #[cfg(feature = "std")]
 mod sync;
 
-pub use codec::{EntryCodec, Hybrid};
+pub use backing::{Backing, BackingError, FaultyBacking, MemBacking, ReadFault, SLOT_SIZE, WriteFault};
+pub use codec::{EntryCodec, Hybrid, SendCodec};
 pub use error::{LoadError, StoreError};
+#[cfg(all(feature = "std", unix))]
+pub use file::FileBacking;
 #[cfg(feature = "std")]
-pub use sharded::{CodecFactory, SendCodec, ShardedStore};
-pub use stats::{CodecStats, MmStat, StoreStats, Summary};
-pub use store::{PageStore, StoreConfig};
+pub use sharded::{CodecFactory, ShardedStore};
+pub use stats::{BdStat, CodecStats, MmStat, SlotStats, StoreStats, Summary, TierStats};
+pub use store::{Clock, PageStore, StoreConfig};
+pub use tier::{BackingConfig, RecompressReport, Selection, SendBacking, TierError, WritebackReport};
 pub use timing::TimeUnit;
 pub use xvmalloc::{CompactReport, HeapSource, PageSource, PoolStats};

@@ -10,13 +10,14 @@ use crate::sync::{Arc, AtomicU64, Mutex, MutexGuard};
 use pagecodec::{PAGE_SIZE, Page};
 use xvmalloc::{CompactReport, HeapSource, PageSource};
 
-use crate::shelf::{Budget, Shelf};
+use crate::shelf::{Budget, RecompressJob, Shelf, Stored, WritebackJob};
 use crate::stats::OpRecorder;
-use crate::store::{prepare, restore};
-use crate::{EntryCodec, LoadError, MmStat, StoreConfig, StoreError, StoreStats};
-
-/// A boxed codec that can move between threads.
-pub type SendCodec = Box<dyn EntryCodec + Send>;
+use crate::store::{prepare, restore, secondary_index};
+use crate::tier::{Codecs, Tier};
+use crate::{
+    BackingConfig, EntryCodec, LoadError, MmStat, RecompressReport, Selection, SendBacking, SendCodec,
+    StoreConfig, StoreError, StoreStats, TierError, TierStats, WritebackReport,
+};
 
 /// Makes a codec (with its own working memory) for a thread that needs one.
 pub type CodecFactory = Box<dyn Fn() -> SendCodec + Send + Sync>;
@@ -65,6 +66,70 @@ pub struct ShardedStore<S: PageSource = HeapSource> {
     factory: CodecFactory,
     name: &'static str,
     config: StoreConfig,
+    /// Secondary codec slots 1-3: a free list and a factory each.
+    secondary: [Option<Pool>; 3],
+    tier: Option<Mutex<Tier>>,
+}
+
+/// The codecs of one secondary slot.
+struct Pool {
+    free: Mutex<Vec<SendCodec>>,
+    factory: CodecFactory,
+    name: &'static str,
+}
+
+/// Codecs taken from the store's free lists for one operation, given back on drop.
+struct Borrowed<'a, S: PageSource> {
+    store: &'a ShardedStore<S>,
+    primary: Option<&'a mut dyn EntryCodec>,
+    held: [Option<SendCodec>; 4],
+}
+
+impl<'a, S: PageSource> Borrowed<'a, S> {
+    fn new(store: &'a ShardedStore<S>, primary: Option<&'a mut dyn EntryCodec>) -> Self {
+        Borrowed { store, primary, held: [None, None, None, None] }
+    }
+}
+
+impl<S: PageSource> Codecs for Borrowed<'_, S> {
+    fn codec(&mut self, slot: u8) -> Option<&mut dyn EntryCodec> {
+        if slot == 0 {
+            if let Some(p) = self.primary.as_deref_mut() {
+                return Some(p);
+            }
+        }
+        let index = usize::from(slot);
+        let cell = self.held.get_mut(index)?;
+        if cell.is_none() {
+            *cell = if slot == 0 {
+                Some(lock(&self.store.codecs).pop().unwrap_or_else(|| (self.store.factory)()))
+            } else {
+                let pool = self.store.secondary.get(index - 1)?.as_ref()?;
+                Some(lock(&pool.free).pop().unwrap_or_else(|| (pool.factory)()))
+            };
+        }
+        match cell {
+            Some(c) => Some(&mut **c),
+            None => None,
+        }
+    }
+}
+
+impl<S: PageSource> Drop for Borrowed<'_, S> {
+    fn drop(&mut self) {
+        for (slot, cell) in self.held.iter_mut().enumerate() {
+            if let Some(codec) = cell.take() {
+                match slot {
+                    0 => lock(&self.store.codecs).push(codec),
+                    s => {
+                        if let Some(pool) = &self.store.secondary[s - 1] {
+                            lock(&pool.free).push(codec);
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
 impl ShardedStore<HeapSource> {
@@ -108,6 +173,8 @@ impl<S: PageSource> ShardedStore<S> {
             factory,
             name,
             config,
+            secondary: [None, None, None],
+            tier: None,
         }
     }
 
@@ -117,7 +184,7 @@ impl<S: PageSource> ShardedStore<S> {
         &self.shards[index as usize]
     }
 
-    fn with_codec<R>(&self, f: impl FnOnce(&mut dyn EntryCodec) -> R) -> R {
+    fn with_codec<R>(&self, f: impl FnOnce(&mut (dyn EntryCodec + Send)) -> R) -> R {
         let mut codec = lock(&self.codecs).pop().unwrap_or_else(|| (self.factory)());
         let result = f(&mut *codec);
         lock(&self.codecs).push(codec);
@@ -136,30 +203,164 @@ impl<S: PageSource> ShardedStore<S> {
             let (prepared, outcome) = prepare(codec, &self.config, page, &mut scratch);
             let mut shard = lock(self.shard(key));
             shard.ops.record_store(outcome);
-            shard.shelf.insert(key, prepared)
+            let freed = shard.shelf.insert(key, prepared, self.config.now())?;
+            drop(shard);
+            self.release(freed);
+            Ok(())
         })
+    }
+
+    fn release(&self, slot: Option<u32>) {
+        if let (Some(slot), Some(tier)) = (slot, &self.tier) {
+            lock(tier).release(slot);
+        }
     }
 
     /// Loads the page under `key` into `page` (decompressing under the shard lock).
     ///
     /// # Errors
     ///
-    /// [`LoadError::NotFound`] or [`LoadError::Corrupt`].
+    /// As [`PageStore::load`](crate::PageStore::load).
     pub fn load(&self, key: u64, page: &mut Page) -> Result<(), LoadError> {
         self.with_codec(|codec| {
             let mut guard = lock(self.shard(key));
             let shard = &mut *guard;
-            let stored = shard.shelf.get(key).ok_or(LoadError::NotFound)?;
-            if let Some(t) = restore(codec, self.config.timing, stored, page)? {
+            let stored = shard.shelf.get_touch(key, self.config.now()).ok_or(LoadError::NotFound)?;
+            // Lock order: shard, then tier.
+            let mut tier = match (&stored, &self.tier) {
+                (Stored::Backed(_), Some(tier)) => Some(lock(tier)),
+                _ => None,
+            };
+            let mut codecs = Borrowed::new(self, Some(codec));
+            if let Some(t) = restore(&mut codecs, self.config.timing, key, stored, tier.as_deref_mut(), page)?
+            {
                 shard.ops.record_decompress(t);
             }
             Ok(())
         })
     }
 
-    /// Removes the page under `key`; returns whether there was one.
+    /// Removes the page under `key` (freeing its backing slot); returns whether there was
+    /// one.
     pub fn remove(&self, key: u64) -> bool {
-        lock(self.shard(key)).shelf.remove(key)
+        let removed = lock(self.shard(key)).shelf.remove(key);
+        match removed {
+            Some(slot) => {
+                self.release(slot);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Puts codecs made by `factory` in secondary slot `slot` (1-3); see
+    /// [`PageStore::set_secondary`](crate::PageStore::set_secondary).
+    ///
+    /// # Errors
+    ///
+    /// [`TierError::BadSlot`] or [`TierError::InUse`].
+    pub fn set_secondary(&mut self, slot: u8, factory: CodecFactory) -> Result<(), TierError> {
+        let cell = &mut self.secondary[secondary_index(slot)?];
+        if cell.is_some() {
+            return Err(TierError::InUse(slot));
+        }
+        let first = factory();
+        let name = first.name();
+        *cell = Some(Pool { free: Mutex::new(alloc::vec![first]), factory, name });
+        Ok(())
+    }
+
+    /// Attaches the backing store, shared by every shard (one lock; shards write back one
+    /// at a time).
+    ///
+    /// # Errors
+    ///
+    /// [`TierError::InUse`] if one is attached already.
+    pub fn set_backing(&mut self, backing: SendBacking, config: BackingConfig) -> Result<(), TierError> {
+        if self.tier.is_some() {
+            return Err(TierError::InUse(0));
+        }
+        self.tier = Some(Mutex::new(Tier::new(backing, config)));
+        Ok(())
+    }
+
+    /// Marks every stored page idle, shard by shard.
+    pub fn mark_idle(&self) {
+        self.shards.iter().for_each(|s| lock(s).shelf.mark_idle());
+    }
+
+    /// As [`PageStore::recompress`](crate::PageStore::recompress), shard by shard (each
+    /// under its lock; other shards go on).
+    ///
+    /// # Errors
+    ///
+    /// [`TierError::BadSlot`] or [`TierError::NoCodec`].
+    pub fn recompress(
+        &self,
+        selection: Selection,
+        size_threshold: usize,
+        max_pages: u64,
+        slot: u8,
+    ) -> Result<RecompressReport, TierError> {
+        if self.secondary[secondary_index(slot)?].is_none() {
+            return Err(TierError::NoCodec(slot));
+        }
+        let mut total = RecompressReport::default();
+        let mut codecs = Borrowed::new(self, None);
+        for shard in self.shards_for(selection) {
+            if total.attempted >= max_pages {
+                break;
+            }
+            let job = RecompressJob {
+                selection,
+                now: self.config.now(),
+                threshold: size_threshold,
+                huge_threshold: self.config.huge_threshold.clamp(1, PAGE_SIZE),
+                slot,
+                max: max_pages - total.attempted,
+                timing: self.config.timing,
+            };
+            let mut report = RecompressReport::default();
+            lock(shard).shelf.recompress(&job, &mut codecs, &mut report);
+            total.add(&report);
+        }
+        Ok(total)
+    }
+
+    /// As [`PageStore::writeback`](crate::PageStore::writeback), shard by shard: a batch
+    /// never spans shards, and is written under its shard's lock (so no page changes
+    /// between its write and its commit) and the backing store's.
+    ///
+    /// # Errors
+    ///
+    /// [`TierError::NoBacking`].
+    pub fn writeback(
+        &self,
+        selection: Selection,
+        limit: u64,
+        batch: usize,
+    ) -> Result<WritebackReport, TierError> {
+        let tier = self.tier.as_ref().ok_or(TierError::NoBacking)?;
+        let mut report = WritebackReport::default();
+        let mut codecs = Borrowed::new(self, None);
+        for shard in self.shards_for(selection) {
+            if report.written >= limit {
+                break;
+            }
+            let job = WritebackJob { selection, now: self.config.now(), limit, batch };
+            let mut shard = lock(shard);
+            let mut tier = lock(tier);
+            if !shard.shelf.writeback(&job, &mut tier, &mut codecs, &mut report) && report.error.is_some() {
+                break;
+            }
+        }
+        Ok(report)
+    }
+
+    /// The shards a selection can touch.
+    fn shards_for(&self, selection: Selection) -> impl Iterator<Item = &Mutex<Shard<S>>> {
+        let only = selection.key().map(|k| self.shard(k) as *const Mutex<Shard<S>>);
+        self.shards.iter().filter(move |s| only.is_none_or(|o| core::ptr::eq(*s, o)))
     }
 
     /// Whether a page is stored under `key`.
@@ -196,8 +397,11 @@ impl<S: PageSource> ShardedStore<S> {
         let mut mm = MmStat::default();
         let mut pool = xvmalloc::PoolStats::default();
         let mut pages = 0;
+        let mut tiers = TierStats::default();
         for shard in self.shards.iter() {
             let shard = lock(shard);
+            tiers.merge(&TierStats { codecs: shard.shelf.slots(), backing: Default::default() });
+            tiers.backing.pages += shard.shelf.backed_pages();
             ops.merge(&shard.ops);
             pages += shard.shelf.len() as u64;
             let m = shard.shelf.mm();
@@ -222,7 +426,16 @@ impl<S: PageSource> ShardedStore<S> {
             pool.objects_moved += p.objects_moved;
             pool.metadata_bytes += p.metadata_bytes;
         }
-        StoreStats { pages, mm, codec: ops.table(self.name, self.config.timing), pool }
+        tiers.codecs[0].codec = self.name;
+        for (s, p) in tiers.codecs[1..].iter_mut().zip(self.secondary.iter()) {
+            s.codec = p.as_ref().map_or("", |p| p.name);
+        }
+        if let Some(tier) = &self.tier {
+            let pages = tiers.backing.pages;
+            tiers.backing = lock(tier).stat();
+            tiers.backing.pages = pages;
+        }
+        StoreStats { pages, mm, codec: ops.table(self.name, self.config.timing), pool, tiers }
     }
 
     /// Number of shards.

@@ -1,23 +1,11 @@
 //! The stored entries: a key map over an `xvmalloc` pool, with the memory limit.
 
-use alloc::collections::BTreeMap;
-use alloc::vec::Vec;
-
-use pagecodec::PAGE_SIZE;
+use pagecodec::{PAGE_SIZE, Page};
 use xvmalloc::{AllocError, CompactReport, Handle, PageSource, Pool};
 
-use crate::{MmStat, StoreError};
-
-/// How one page is kept.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Entry {
-    /// Same-filled: the repeated u64 alone, no allocation.
-    Same(u64),
-    /// A compressed stream and the codec variant that produced it.
-    Compressed { handle: Handle, variant: u8 },
-    /// The raw page (compressed size over the huge threshold).
-    Huge(Handle),
-}
+use crate::table::{Entry, Kind, Table};
+use crate::tier::{Codecs, RecompressReport, Selection, Tier, WritebackReport};
+use crate::{MmStat, SlotStats, StoreError};
 
 /// A page ready to be kept (compression already done).
 #[derive(Clone, Copy, Debug)]
@@ -31,8 +19,14 @@ pub(crate) enum Prepared<'a> {
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Stored<'a> {
     Same(u64),
-    Compressed { variant: u8, bytes: &'a [u8] },
+    Compressed {
+        codec: u8,
+        variant: u8,
+        bytes: &'a [u8],
+    },
     Huge(&'a [u8]),
+    /// On the backing store: read it through the tier.
+    Backed(Entry),
 }
 
 /// Wraps the user's source, refusing chunks past the memory limit.
@@ -154,63 +148,44 @@ impl<S: PageSource> PageSource for Budgeted<S> {
     }
 }
 
-/// The key table: keys below the dense capacity in a flat array allocated up front, as
-/// zram's table (16 bytes per key, one index, no node overhead); any other key in a B-tree.
-#[derive(Debug, Default)]
-pub(crate) struct Table {
-    dense: Vec<Option<Entry>>,
-    sparse: BTreeMap<u64, Entry>,
-    dense_len: usize,
+/// What a recompression pass asks for.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RecompressJob {
+    pub(crate) selection: Selection,
+    pub(crate) now: Option<u64>,
+    /// Only streams of at least this many bytes (huge pages count 4096).
+    pub(crate) threshold: usize,
+    pub(crate) huge_threshold: usize,
+    pub(crate) slot: u8,
+    pub(crate) max: u64,
+    pub(crate) timing: bool,
 }
 
-// The flat table's promise: 16 bytes per key, as zram's table entry.
-const _: () = assert!(core::mem::size_of::<Option<Entry>>() == 16);
+/// What a writeback pass asks for.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WritebackJob {
+    pub(crate) selection: Selection,
+    pub(crate) now: Option<u64>,
+    pub(crate) limit: u64,
+    pub(crate) batch: usize,
+}
 
-impl Table {
-    pub(crate) fn with_dense(keys: usize) -> Self {
-        Table { dense: alloc::vec![None; keys], sparse: BTreeMap::new(), dense_len: 0 }
-    }
+/// Cumulative recompression figures of one codec slot.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct SlotOps {
+    pub(crate) attempts: u64,
+    pub(crate) recompressed: u64,
+    pub(crate) left_huge: u64,
+    pub(crate) bytes_saved: u64,
+    pub(crate) time: u64,
+}
 
-    fn slot(&mut self, key: u64) -> Option<&mut Option<Entry>> {
-        usize::try_from(key).ok().and_then(|k| self.dense.get_mut(k))
-    }
-
-    fn insert(&mut self, key: u64, entry: Entry) -> Option<Entry> {
-        match self.slot(key) {
-            Some(slot) => {
-                let old = slot.replace(entry);
-                if old.is_none() {
-                    self.dense_len += 1;
-                }
-                old
-            }
-            None => self.sparse.insert(key, entry),
-        }
-    }
-
-    fn get(&self, key: u64) -> Option<&Entry> {
-        match usize::try_from(key).ok().and_then(|k| self.dense.get(k)) {
-            Some(slot) => slot.as_ref(),
-            None => self.sparse.get(&key),
-        }
-    }
-
-    fn remove(&mut self, key: u64) -> Option<Entry> {
-        match self.slot(key) {
-            Some(slot) => {
-                let old = slot.take();
-                if old.is_some() {
-                    self.dense_len -= 1;
-                }
-                old
-            }
-            None => self.sparse.remove(&key),
-        }
-    }
-
-    fn len(&self) -> usize {
-        self.dense_len + self.sparse.len()
-    }
+/// A page written to the backing store, not yet committed.
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    key: u64,
+    old: Entry,
+    new: Entry,
 }
 
 /// Entries on a pool, with the zram counters.
@@ -220,30 +195,48 @@ pub(crate) struct Shelf<S: PageSource> {
     same_pages: u64,
     huge_pages: u64,
     compr_bytes: u64,
+    backed_pages: u64,
+    /// Streams in memory per codec slot: pages and bytes.
+    slot_pages: [u64; 4],
+    slot_bytes: [u64; 4],
+    pub(crate) slot_ops: [SlotOps; 4],
 }
 
 impl<S: PageSource> Shelf<S> {
     pub(crate) fn new(source: S, budget: Budget, dense_keys: usize) -> Self {
         let source = Budgeted { inner: source, budget, refused: false, held: 0, held_max: 0 };
-        let map = Table::with_dense(dense_keys);
-        Shelf { pool: Pool::new(source), map, same_pages: 0, huge_pages: 0, compr_bytes: 0 }
+        Shelf {
+            pool: Pool::new(source),
+            map: Table::with_dense(dense_keys),
+            same_pages: 0,
+            huge_pages: 0,
+            compr_bytes: 0,
+            backed_pages: 0,
+            slot_pages: [0; 4],
+            slot_bytes: [0; 4],
+            slot_ops: [SlotOps::default(); 4],
+        }
     }
 
     /// Keeps `page` under `key`, replacing (and freeing) an older entry only once the new
-    /// one is safely stored.
-    pub(crate) fn insert(&mut self, key: u64, page: Prepared<'_>) -> Result<(), StoreError> {
-        let entry = match page {
-            Prepared::Same(value) => Entry::Same(value),
-            Prepared::Compressed { variant, bytes } => {
-                Entry::Compressed { handle: self.alloc(bytes)?, variant }
-            }
-            Prepared::Huge(bytes) => Entry::Huge(self.alloc(bytes)?),
+    /// one is safely stored. Returns the backing slot the old entry held, for the caller to
+    /// release.
+    pub(crate) fn insert(
+        &mut self,
+        key: u64,
+        page: Prepared<'_>,
+        now: Option<u64>,
+    ) -> Result<Option<u32>, StoreError> {
+        let mut entry = match page {
+            Prepared::Same(value) => Entry::same(value),
+            Prepared::Compressed { variant, bytes } => Entry::stream(self.alloc(bytes)?, 0, variant),
+            Prepared::Huge(bytes) => Entry::huge(self.alloc(bytes)?),
         };
-        self.count(&entry, true);
-        if let Some(old) = self.map.insert(key, entry) {
-            self.discard(old);
+        if let Some(t) = now {
+            entry.set_time(t);
         }
-        Ok(())
+        self.count(entry, true);
+        Ok(self.map.insert(key, entry).and_then(|old| self.discard(old)))
     }
 
     fn alloc(&mut self, bytes: &[u8]) -> Result<Handle, StoreError> {
@@ -254,54 +247,83 @@ impl<S: PageSource> Shelf<S> {
         })
     }
 
+    fn stream_len(&self, entry: Entry) -> usize {
+        self.pool.len(entry.handle()).unwrap_or(0)
+    }
+
     /// Adds (or subtracts) an entry's share of the counters.
-    fn count(&mut self, entry: &Entry, add: bool) {
-        let (same, huge, bytes) = match *entry {
-            Entry::Same(_) => (1, 0, 0),
-            Entry::Compressed { handle, .. } => (0, 0, self.pool.len(handle).unwrap_or(0) as u64),
-            Entry::Huge(_) => (0, 1, PAGE_SIZE as u64),
-        };
+    fn count(&mut self, entry: Entry, add: bool) {
+        let mut c = [0u64; 4]; // same, huge, backed, stream bytes
+        match entry.kind() {
+            Some(Kind::Same) => c[0] = 1,
+            Some(Kind::Huge) => c[1] = 1,
+            Some(Kind::BackedStream | Kind::BackedPage) => c[2] = 1,
+            Some(Kind::Stream) => c[3] = self.stream_len(entry) as u64,
+            None => {}
+        }
+        let slot = usize::from(entry.codec());
+        let stream = u64::from(entry.kind() == Some(Kind::Stream));
+        let huge_bytes = c[1] * PAGE_SIZE as u64;
         if add {
-            self.same_pages += same;
-            self.huge_pages += huge;
-            self.compr_bytes += bytes;
+            self.same_pages += c[0];
+            self.huge_pages += c[1];
+            self.backed_pages += c[2];
+            self.compr_bytes += c[3] + huge_bytes;
+            self.slot_pages[slot] += stream;
+            self.slot_bytes[slot] += c[3];
         } else {
-            self.same_pages -= same;
-            self.huge_pages -= huge;
-            self.compr_bytes -= bytes;
+            self.same_pages -= c[0];
+            self.huge_pages -= c[1];
+            self.backed_pages -= c[2];
+            self.compr_bytes -= c[3] + huge_bytes;
+            self.slot_pages[slot] -= stream;
+            self.slot_bytes[slot] -= c[3];
         }
     }
 
-    fn discard(&mut self, entry: Entry) {
-        self.count(&entry, false);
-        match entry {
-            Entry::Same(_) => {}
-            Entry::Compressed { handle, .. } | Entry::Huge(handle) => {
+    /// Drops an entry's memory; returns its backing slot, if it had one.
+    fn discard(&mut self, entry: Entry) -> Option<u32> {
+        self.count(entry, false);
+        match entry.kind() {
+            Some(Kind::Stream | Kind::Huge) => {
                 // The handle came from this pool and is freed only here.
-                let freed = self.pool.free(handle);
+                let freed = self.pool.free(entry.handle());
                 debug_assert!(freed.is_ok());
+                None
             }
+            Some(Kind::BackedStream | Kind::BackedPage) => Some(entry.backing_slot()),
+            Some(Kind::Same) | None => None,
         }
     }
 
-    pub(crate) fn get(&self, key: u64) -> Option<Stored<'_>> {
-        Some(match *self.map.get(key)? {
-            Entry::Same(value) => Stored::Same(value),
-            Entry::Compressed { handle, variant } => {
-                Stored::Compressed { variant, bytes: self.pool.get(handle).ok()? }
-            }
-            Entry::Huge(handle) => Stored::Huge(self.pool.get(handle).ok()?),
+    fn stored(&self, entry: Entry) -> Option<Stored<'_>> {
+        Some(match entry.kind()? {
+            Kind::Same => Stored::Same(entry.value()),
+            Kind::Stream => Stored::Compressed {
+                codec: entry.codec(),
+                variant: entry.variant(),
+                bytes: self.pool.get(entry.handle()).ok()?,
+            },
+            Kind::Huge => Stored::Huge(self.pool.get(entry.handle()).ok()?),
+            Kind::BackedStream | Kind::BackedPage => Stored::Backed(entry),
         })
     }
 
-    pub(crate) fn remove(&mut self, key: u64) -> bool {
-        match self.map.remove(key) {
-            Some(entry) => {
-                self.discard(entry);
-                true
-            }
-            None => false,
+    /// The page under `key`, clearing its idle mark and stamping its access time.
+    pub(crate) fn get_touch(&mut self, key: u64, now: Option<u64>) -> Option<Stored<'_>> {
+        let entry = self.map.get_mut(key)?;
+        entry.set_idle(false);
+        if let Some(t) = now {
+            entry.set_time(t);
         }
+        let entry = *entry;
+        self.stored(entry)
+    }
+
+    /// Removes `key`: `None` if absent, else the backing slot it held, if any.
+    pub(crate) fn remove(&mut self, key: u64) -> Option<Option<u32>> {
+        let entry = self.map.remove(key)?;
+        Some(self.discard(entry))
     }
 
     pub(crate) fn contains(&self, key: u64) -> bool {
@@ -314,6 +336,258 @@ impl<S: PageSource> Shelf<S> {
 
     pub(crate) fn compact(&mut self) -> CompactReport {
         self.pool.compact()
+    }
+
+    pub(crate) fn mark_idle(&mut self) {
+        self.map.for_each_mut(|e| e.set_idle(true));
+    }
+
+    /// The keys a selection walks, in order, starting at `from`.
+    fn next_selected(&self, from: u64, selection: Selection) -> Option<u64> {
+        match selection.key() {
+            Some(k) if k >= from && self.contains(k) => Some(k),
+            Some(_) => None,
+            None => self.map.next_key(from),
+        }
+    }
+
+    /// Recompresses selected pages with the codec in `job.slot`, keeping the smaller stream.
+    pub(crate) fn recompress(
+        &mut self,
+        job: &RecompressJob,
+        codecs: &mut dyn Codecs,
+        report: &mut RecompressReport,
+    ) {
+        let mut page = Page::zeroed();
+        let mut scratch = [0u8; PAGE_SIZE];
+        let mut from = 0u64;
+        while report.attempted < job.max {
+            let Some(key) = self.next_selected(from, job.selection) else { break };
+            from = key.saturating_add(1);
+            let last = key == u64::MAX;
+            if let Some(old) = self.map.get(key) {
+                self.recompress_one(key, old, job, codecs, report, &mut page, &mut scratch);
+            }
+            if last {
+                break;
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn recompress_one(
+        &mut self,
+        key: u64,
+        old: Entry,
+        job: &RecompressJob,
+        codecs: &mut dyn Codecs,
+        report: &mut RecompressReport,
+        page: &mut Page,
+        scratch: &mut [u8; PAGE_SIZE],
+    ) {
+        let old_len = match old.kind() {
+            Some(Kind::Stream) if old.codec() < job.slot => self.stream_len(old),
+            Some(Kind::Huge) => PAGE_SIZE,
+            _ => return,
+        };
+        if old.incompressible() || old_len < job.threshold || !job.selection.matches(key, old, job.now) {
+            return;
+        }
+        let slot = usize::from(job.slot);
+        report.attempted += 1;
+        self.slot_ops[slot].attempts += 1;
+        let start = if job.timing { crate::timing::now() } else { 0 };
+        // The page, from its current stream.
+        let decoded = match self.stored(old) {
+            Some(Stored::Huge(bytes)) => {
+                page.as_bytes_mut().copy_from_slice(bytes);
+                true
+            }
+            Some(Stored::Compressed { codec, variant, bytes }) => {
+                codecs.codec(codec).is_some_and(|c| c.decompress(variant, bytes, page).is_ok())
+            }
+            _ => false,
+        };
+        // The new stream must be smaller than the old and within the huge threshold.
+        let budget = old_len.saturating_sub(1).min(job.huge_threshold);
+        let compressed = match codecs.codec(job.slot) {
+            Some(c) if decoded && budget > 0 => c.compress(page, &mut scratch[..budget]).ok(),
+            _ => None,
+        };
+        if job.timing {
+            let t = crate::timing::now().saturating_sub(start);
+            report.time += t;
+            self.slot_ops[slot].time += t;
+        }
+        if !decoded {
+            report.failed += 1;
+            return;
+        }
+        match compressed {
+            Some((n, variant)) if n > 0 && n <= budget => {
+                let Ok(handle) = self.alloc(&scratch[..n]) else {
+                    report.failed += 1;
+                    return;
+                };
+                let new = Entry::stream(handle, job.slot, variant).carrying(old);
+                self.count(new, true);
+                self.map.insert(key, new);
+                self.discard(old);
+                let huge = u64::from(old.kind() == Some(Kind::Huge));
+                report.recompressed += 1;
+                report.left_huge += huge;
+                report.bytes_before += old_len as u64;
+                report.bytes_after += n as u64;
+                let ops = &mut self.slot_ops[slot];
+                ops.recompressed += 1;
+                ops.left_huge += huge;
+                ops.bytes_saved += (old_len - n) as u64;
+            }
+            _ => {
+                if let Some(e) = self.map.get_mut(key) {
+                    e.set_incompressible();
+                }
+            }
+        }
+    }
+
+    /// Writes selected pages to the backing store in batches; stops at the first failure.
+    /// Returns whether to go on (no failure, limit not reached).
+    pub(crate) fn writeback(
+        &mut self,
+        job: &WritebackJob,
+        tier: &mut Tier,
+        codecs: &mut dyn Codecs,
+        report: &mut WritebackReport,
+    ) -> bool {
+        let batch = job.batch.max(1);
+        let mut pending: alloc::vec::Vec<Pending> = alloc::vec::Vec::with_capacity(batch.min(1024));
+        let mut page = Page::zeroed();
+        let mut from = 0u64;
+        loop {
+            if report.written + pending.len() as u64 >= job.limit {
+                break;
+            }
+            let Some(key) = self.next_selected(from, job.selection) else { break };
+            let last = key == u64::MAX;
+            from = key.saturating_add(1);
+            if let Some(old) = self.map.get(key) {
+                if job.selection.matches(key, old, job.now) {
+                    match self.write_one(key, old, tier, codecs, &mut page) {
+                        Ok(Some(p)) => pending.push(p),
+                        Ok(None) => {}
+                        Err(e) => {
+                            report.failed += 1 + pending.len() as u64;
+                            report.error = Some(e);
+                            for p in pending.drain(..) {
+                                tier.release(p.new.backing_slot());
+                            }
+                            return false;
+                        }
+                    }
+                }
+            }
+            if pending.len() >= batch && !self.commit(tier, &mut pending, report) {
+                return false;
+            }
+            if last {
+                break;
+            }
+        }
+        if !pending.is_empty() && !self.commit(tier, &mut pending, report) {
+            return false;
+        }
+        report.written < job.limit
+    }
+
+    /// Writes one in-memory page (not same-filled) to a fresh slot.
+    fn write_one(
+        &mut self,
+        key: u64,
+        old: Entry,
+        tier: &mut Tier,
+        codecs: &mut dyn Codecs,
+        page: &mut Page,
+    ) -> Result<Option<Pending>, crate::BackingError> {
+        let (raw, codec, variant, bytes): (bool, u8, u8, &[u8]) = match self.stored(old) {
+            Some(Stored::Huge(bytes)) => (true, 0, 0, bytes),
+            Some(Stored::Compressed { codec, variant, bytes }) if tier.config.pages => {
+                let ok = codecs.codec(codec).is_some_and(|c| c.decompress(variant, bytes, page).is_ok());
+                if !ok {
+                    // Left in memory; a load reports the corruption.
+                    return Ok(None);
+                }
+                (true, 0, 0, page.as_bytes())
+            }
+            Some(Stored::Compressed { codec, variant, bytes }) => (false, codec, variant, bytes),
+            _ => return Ok(None),
+        };
+        let slot = tier.alloc_slot()?;
+        match tier.write(key, slot, bytes) {
+            Ok(sum) => {
+                let new = Entry::backed(slot, sum, bytes.len(), raw, codec, variant).carrying(old);
+                Ok(Some(Pending { key, old, new }))
+            }
+            Err(e) => {
+                tier.release(slot);
+                Err(e)
+            }
+        }
+    }
+
+    /// Flushes (and verifies) a batch, then drops its pages from memory.
+    fn commit(
+        &mut self,
+        tier: &mut Tier,
+        pending: &mut alloc::vec::Vec<Pending>,
+        report: &mut WritebackReport,
+    ) -> bool {
+        let mut error = tier.flush().err();
+        if error.is_none() && tier.config.verify {
+            for p in pending.iter() {
+                let e = p.new;
+                if let Err(err) = tier.read(p.key, e.backing_slot(), e.sum(), e.len()) {
+                    error = Some(err);
+                    break;
+                }
+            }
+        }
+        if let Some(e) = error {
+            report.failed += pending.len() as u64;
+            report.error = Some(e);
+            for p in pending.drain(..) {
+                tier.release(p.new.backing_slot());
+            }
+            return false;
+        }
+        for p in pending.drain(..) {
+            self.count(p.new, true);
+            self.map.insert(p.key, p.new);
+            self.discard(p.old);
+            report.written += 1;
+        }
+        report.batches += 1;
+        true
+    }
+
+    pub(crate) fn backed_pages(&self) -> u64 {
+        self.backed_pages
+    }
+
+    /// Per-slot figures (names filled in by the caller).
+    pub(crate) fn slots(&self) -> [SlotStats; 4] {
+        let mut out = [SlotStats::default(); 4];
+        for (i, s) in out.iter_mut().enumerate() {
+            let ops = self.slot_ops[i];
+            s.pages = self.slot_pages[i];
+            s.compr_bytes = self.slot_bytes[i];
+            s.recompress_attempts = ops.attempts;
+            s.recompressed = ops.recompressed;
+            s.left_huge = ops.left_huge;
+            s.bytes_saved = ops.bytes_saved;
+            s.recompress_time = ops.time;
+        }
+        out
     }
 
     pub(crate) fn mm(&self) -> MmStat {

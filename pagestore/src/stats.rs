@@ -104,6 +104,84 @@ pub struct StoreStats {
     pub codec: CodecStats,
     /// The allocator's own statistics (payload, allocated, held bytes, ...).
     pub pool: xvmalloc::PoolStats,
+    /// Per-codec-slot recompression figures and the backing store's `bd_stat`.
+    pub tiers: TierStats,
+}
+
+/// One codec slot's figures (slot 0 = the primary codec, 1-3 = secondary codecs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SlotStats {
+    /// The codec's name (empty when the slot has no codec).
+    pub codec: &'static str,
+    /// Pages now in memory whose stream this codec wrote (huge pages not included).
+    pub pages: u64,
+    /// Bytes of those streams.
+    pub compr_bytes: u64,
+    /// Pages [`recompress`](crate::PageStore::recompress) handed to this codec.
+    pub recompress_attempts: u64,
+    /// Of those, pages whose new stream was smaller and replaced the old one.
+    pub recompressed: u64,
+    /// Of those, pages that were huge (stored raw) before.
+    pub left_huge: u64,
+    /// Bytes of stream saved by those replacements (old minus new size).
+    pub bytes_saved: u64,
+    /// Total time of the attempts (decode of the old stream + compression), in the
+    /// store's [`TimeUnit`]; 0 when timing is off.
+    pub recompress_time: u64,
+}
+
+/// zram's `bd_stat` and more: the backing store's counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BdStat {
+    /// Pages now on the backing store (zram's `bd_count`, in pages).
+    pub pages: u64,
+    /// Slots read back for loads (and verification) that succeeded.
+    pub reads: u64,
+    /// Slots written.
+    pub writes: u64,
+    /// Reads the backing store failed (an I/O error or a short read).
+    pub read_failures: u64,
+    /// Writes or flushes the backing store failed (the pages stayed in memory).
+    pub write_failures: u64,
+    /// Slots read back whose bytes did not match their checksum.
+    pub checksum_failures: u64,
+    /// Slots holding a page.
+    pub slots_used: u64,
+    /// Most slots ever used at once plus the free ones below them: the file's extent.
+    pub slots_high: u64,
+    /// The backing store's capacity in slots (0 = no backing store).
+    pub capacity: u64,
+}
+
+/// Recompression per codec slot and the backing store.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TierStats {
+    /// Index = codec slot (0 = the primary codec).
+    pub codecs: [SlotStats; 4],
+    /// The backing store's counters.
+    pub backing: BdStat,
+}
+
+impl TierStats {
+    #[cfg_attr(not(feature = "std"), allow(dead_code))]
+    pub(crate) fn merge(&mut self, other: &TierStats) {
+        for (a, b) in self.codecs.iter_mut().zip(other.codecs.iter()) {
+            if a.codec.is_empty() {
+                a.codec = b.codec;
+            }
+            a.pages += b.pages;
+            a.compr_bytes += b.compr_bytes;
+            a.recompress_attempts += b.recompress_attempts;
+            a.recompressed += b.recompressed;
+            a.left_huge += b.left_huge;
+            a.bytes_saved += b.bytes_saved;
+            a.recompress_time += b.recompress_time;
+        }
+        self.backing.pages += other.backing.pages;
+    }
 }
 
 /// Cumulative operation records (histograms are allocated once, bounded).

@@ -2,12 +2,17 @@
 
 use alloc::boxed::Box;
 
-use pagecodec::{PAGE_SIZE, Page, same_filled};
+use pagecodec::{DecompressError, PAGE_SIZE, Page, same_filled};
 use xvmalloc::{CompactReport, HeapSource, PageSource};
 
-use crate::shelf::{Budget, Prepared, Shelf, Stored, fill};
+use crate::shelf::{Budget, Prepared, RecompressJob, Shelf, Stored, WritebackJob, fill};
 use crate::stats::{OpRecorder, Outcome};
-use crate::{EntryCodec, LoadError, StoreError, StoreStats};
+use crate::table::Kind;
+use crate::tier::{Codecs, Tier};
+use crate::{
+    BackingConfig, BackingError, EntryCodec, LoadError, RecompressReport, Selection, SendBacking, SendCodec,
+    StoreError, StoreStats, TierError, TierStats, WritebackReport,
+};
 
 /// The store's policies.
 ///
@@ -38,6 +43,39 @@ pub struct StoreConfig {
     /// per stored key). `PageStore` only: a `ShardedStore` spreads keys over its shards.
     /// Default: 0 (every key in the B-tree).
     pub dense_keys: usize,
+    /// Where last-access times come from (zram's `ac_time`): stamped on every store and
+    /// load, read by [`Selection::IdleFor`]. Default: none (no time kept).
+    pub clock: Option<Clock>,
+}
+
+/// A caller-supplied clock for last-access times: any monotonic count (seconds or
+/// milliseconds suit best). Each entry keeps the clock's low 35 bits, so ages are measured
+/// modulo 2^35 ticks (over a thousand years of seconds, a year of milliseconds).
+///
+/// ```
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// use pagestore::{Clock, StoreConfig};
+///
+/// static NOW: AtomicU64 = AtomicU64::new(0);
+/// let config = StoreConfig::default().with_clock(Clock(|| NOW.load(Ordering::Relaxed)));
+/// assert!(config.clock.is_some());
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Clock(pub fn() -> u64);
+
+impl PartialEq for Clock {
+    fn eq(&self, other: &Self) -> bool {
+        // Same function, same clock.
+        self.0 as usize == other.0 as usize
+    }
+}
+
+impl Eq for Clock {}
+
+impl Clock {
+    fn now(self) -> u64 {
+        (self.0)()
+    }
 }
 
 impl Default for StoreConfig {
@@ -48,6 +86,7 @@ impl Default for StoreConfig {
             mem_limit: None,
             timing: false,
             dense_keys: 0,
+            clock: None,
         }
     }
 }
@@ -85,6 +124,23 @@ impl StoreConfig {
         self.timing = on;
         self
     }
+    /// Sets [`clock`](Self::clock).
+    pub const fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+    /// The clock's time now, if there is a clock.
+    pub(crate) fn now(&self) -> Option<u64> {
+        self.clock.map(Clock::now)
+    }
+}
+
+/// Checks a secondary codec slot number.
+pub(crate) fn secondary_index(slot: u8) -> Result<usize, TierError> {
+    match slot {
+        1..=3 => Ok(usize::from(slot) - 1),
+        _ => Err(TierError::BadSlot(slot)),
+    }
 }
 
 /// Compresses `page` under `config`'s policies into `scratch`.
@@ -114,25 +170,73 @@ pub(crate) fn prepare<'a, C: EntryCodec + ?Sized>(
 }
 
 /// Decompresses a stored entry into `page`, returning the decompression time if timed.
-pub(crate) fn restore<C: EntryCodec + ?Sized>(
-    codec: &mut C,
+pub(crate) fn restore(
+    codecs: &mut dyn Codecs,
     timing: bool,
+    key: u64,
     stored: Stored<'_>,
+    tier: Option<&mut Tier>,
     page: &mut Page,
 ) -> Result<Option<u64>, LoadError> {
-    match stored {
+    let (codec, variant, bytes) = match stored {
         Stored::Same(value) => {
             fill(page, value);
-            Ok(None)
+            return Ok(None);
         }
         Stored::Huge(bytes) => {
             page.as_bytes_mut().copy_from_slice(bytes);
-            Ok(None)
+            return Ok(None);
         }
-        Stored::Compressed { variant, bytes } => {
-            let start = if timing { crate::timing::now() } else { 0 };
-            codec.decompress(variant, bytes, page).map_err(LoadError::Corrupt)?;
-            Ok(timing.then(|| crate::timing::now().saturating_sub(start)))
+        Stored::Compressed { codec, variant, bytes } => (codec, variant, bytes),
+        Stored::Backed(entry) => {
+            let tier = tier.ok_or(LoadError::Backing(BackingError::Unsupported))?;
+            let bytes =
+                tier.read(key, entry.backing_slot(), entry.sum(), entry.len()).map_err(LoadError::Backing)?;
+            if entry.kind() == Some(Kind::BackedPage) {
+                if bytes.len() != PAGE_SIZE {
+                    return Err(LoadError::Corrupt(DecompressError::corrupt(
+                        "backed page is not a page long",
+                    )));
+                }
+                page.as_bytes_mut().copy_from_slice(bytes);
+                return Ok(None);
+            }
+            return decode(codecs, timing, entry.codec(), entry.variant(), bytes, page);
+        }
+    };
+    decode(codecs, timing, codec, variant, bytes, page)
+}
+
+fn decode(
+    codecs: &mut dyn Codecs,
+    timing: bool,
+    codec: u8,
+    variant: u8,
+    bytes: &[u8],
+    page: &mut Page,
+) -> Result<Option<u64>, LoadError> {
+    let codec = codecs
+        .codec(codec)
+        .ok_or(LoadError::Corrupt(DecompressError::corrupt("entry names a codec slot with no codec")))?;
+    let start = if timing { crate::timing::now() } else { 0 };
+    codec.decompress(variant, bytes, page).map_err(LoadError::Corrupt)?;
+    Ok(timing.then(|| crate::timing::now().saturating_sub(start)))
+}
+
+/// A store's codecs: the primary and the secondary slots.
+pub(crate) struct Local<'a, C: ?Sized> {
+    pub(crate) primary: &'a mut C,
+    pub(crate) secondary: &'a mut [Option<SendCodec>; 3],
+}
+
+impl<C: EntryCodec> Codecs for Local<'_, C> {
+    fn codec(&mut self, slot: u8) -> Option<&mut dyn EntryCodec> {
+        match slot {
+            0 => Some(&mut *self.primary),
+            s => match self.secondary.get_mut(usize::from(s) - 1) {
+                Some(Some(c)) => Some(&mut **c),
+                _ => None,
+            },
         }
     }
 }
@@ -168,6 +272,8 @@ pub struct PageStore<C: EntryCodec, S: PageSource = HeapSource> {
     shelf: Shelf<S>,
     ops: OpRecorder,
     scratch: Box<[u8; PAGE_SIZE]>,
+    secondary: [Option<SendCodec>; 3],
+    tier: Option<Tier>,
 }
 
 impl<C: EntryCodec> PageStore<C, HeapSource> {
@@ -195,6 +301,8 @@ impl<C: EntryCodec, S: PageSource> PageStore<C, S> {
             shelf: Shelf::new(source, budget, config.dense_keys),
             ops: OpRecorder::new(),
             scratch: Box::new([0; PAGE_SIZE]),
+            secondary: [None, None, None],
+            tier: None,
         }
     }
 
@@ -208,25 +316,192 @@ impl<C: EntryCodec, S: PageSource> PageStore<C, S> {
     pub fn store(&mut self, key: u64, page: &Page) -> Result<(), StoreError> {
         let (prepared, outcome) = prepare(&mut self.codec, &self.config, page, &mut self.scratch);
         self.ops.record_store(outcome);
-        self.shelf.insert(key, prepared)
+        let freed = self.shelf.insert(key, prepared, self.config.now())?;
+        self.release(freed);
+        Ok(())
+    }
+
+    fn release(&mut self, slot: Option<u32>) {
+        if let (Some(slot), Some(tier)) = (slot, self.tier.as_mut()) {
+            tier.release(slot);
+        }
     }
 
     /// Loads the page stored under `key` into `page`.
     ///
     /// # Errors
     ///
-    /// [`LoadError::NotFound`], or [`LoadError::Corrupt`] if the codec rejects the stream.
+    /// [`LoadError::NotFound`], [`LoadError::Corrupt`] if the codec rejects the stream,
+    /// [`LoadError::Backing`] if a written-back page cannot be read back intact (the page
+    /// stays on the backing store; a later load may succeed).
     pub fn load(&mut self, key: u64, page: &mut Page) -> Result<(), LoadError> {
-        let stored = self.shelf.get(key).ok_or(LoadError::NotFound)?;
-        if let Some(t) = restore(&mut self.codec, self.config.timing, stored, page)? {
+        let now = self.config.now();
+        let stored = self.shelf.get_touch(key, now).ok_or(LoadError::NotFound)?;
+        let mut codecs = Local { primary: &mut self.codec, secondary: &mut self.secondary };
+        if let Some(t) = restore(&mut codecs, self.config.timing, key, stored, self.tier.as_mut(), page)? {
             self.ops.record_decompress(t);
         }
         Ok(())
     }
 
-    /// Removes the page under `key`; returns whether there was one.
+    /// Removes the page under `key` (freeing its backing slot, if written back); returns
+    /// whether there was one.
     pub fn remove(&mut self, key: u64) -> bool {
-        self.shelf.remove(key)
+        match self.shelf.remove(key) {
+            Some(slot) => {
+                self.release(slot);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Puts `codec` in secondary slot `slot` (1-3, zram's `recomp_algorithm` priorities)
+    /// for [`recompress`](Self::recompress).
+    ///
+    /// # Errors
+    ///
+    /// [`TierError::BadSlot`] outside 1-3, [`TierError::InUse`] if the slot has a codec
+    /// already (pages may depend on it).
+    pub fn set_secondary(&mut self, slot: u8, codec: SendCodec) -> Result<(), TierError> {
+        let cell = &mut self.secondary[secondary_index(slot)?];
+        if cell.is_some() {
+            return Err(TierError::InUse(slot));
+        }
+        *cell = Some(codec);
+        Ok(())
+    }
+
+    /// Attaches the backing store pages are written back to.
+    ///
+    /// # Errors
+    ///
+    /// [`TierError::InUse`] if one is attached already.
+    pub fn set_backing(&mut self, backing: SendBacking, config: BackingConfig) -> Result<(), TierError> {
+        if self.tier.is_some() {
+            return Err(TierError::InUse(0));
+        }
+        self.tier = Some(Tier::new(backing, config));
+        Ok(())
+    }
+
+    /// Marks every stored page idle (zram's `echo all > idle`); a store or load of a page
+    /// clears its mark.
+    pub fn mark_idle(&mut self) {
+        self.shelf.mark_idle();
+    }
+
+    /// Re-encodes the selected pages kept in memory with the secondary codec in `slot` and
+    /// keeps the new stream where it is smaller (and within the huge threshold, so huge
+    /// pages it fits leave the huge class). Only pages whose stored size is at least
+    /// `size_threshold` bytes (huge pages count 4096) and that an earlier slot wrote are
+    /// tried, at most `max_pages` of them; a page the codec cannot shrink is marked
+    /// incompressible and not tried again until it is stored anew.
+    ///
+    /// ```
+    /// use pagecodec::{Page, PageCodec, Raw};
+    /// use pagestore::{PageStore, Selection};
+    ///
+    /// // A "codec" that keeps only the first 100 bytes, for pages that are zero after them.
+    /// struct Head;
+    /// impl PageCodec for Head {
+    ///     fn name(&self) -> &'static str { "head" }
+    ///     fn max_compressed_len(&self) -> usize { 100 }
+    ///     fn compress(&mut self, p: &Page, out: &mut [u8]) -> Result<usize, pagecodec::CompressError> {
+    ///         out.get_mut(..100).ok_or(pagecodec::CompressError::Incompressible)?.copy_from_slice(&p.as_bytes()[..100]);
+    ///         Ok(100)
+    ///     }
+    ///     fn decompress(&mut self, i: &[u8], p: &mut Page) -> Result<(), pagecodec::DecompressError> {
+    ///         p.as_bytes_mut().fill(0);
+    ///         p.as_bytes_mut()[..i.len().min(100)].copy_from_slice(&i[..i.len().min(100)]);
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// let mut store = PageStore::new(Raw); // Raw never fits: every page is huge
+    /// store.set_secondary(1, Box::new(Head))?;
+    /// let mut page = Page::zeroed();
+    /// page.as_bytes_mut()[..3].copy_from_slice(b"abc");
+    /// store.store(1, &page)?;
+    /// store.mark_idle();
+    /// let report = store.recompress(Selection::Idle, 0, u64::MAX, 1)?;
+    /// assert_eq!((report.recompressed, report.left_huge, report.bytes_after), (1, 1, 100));
+    /// let mut back = Page::filled(1);
+    /// store.load(1, &mut back)?;
+    /// assert_eq!(back, page);
+    /// assert_eq!(store.stats().mm.huge_pages, 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`TierError::BadSlot`] or [`TierError::NoCodec`]; nothing is changed then.
+    pub fn recompress(
+        &mut self,
+        selection: Selection,
+        size_threshold: usize,
+        max_pages: u64,
+        slot: u8,
+    ) -> Result<RecompressReport, TierError> {
+        if self.secondary[secondary_index(slot)?].is_none() {
+            return Err(TierError::NoCodec(slot));
+        }
+        let job = RecompressJob {
+            selection,
+            now: self.config.now(),
+            threshold: size_threshold,
+            huge_threshold: self.config.huge_threshold.clamp(1, PAGE_SIZE),
+            slot,
+            max: max_pages,
+            timing: self.config.timing,
+        };
+        let mut report = RecompressReport::default();
+        let mut codecs = Local { primary: &mut self.codec, secondary: &mut self.secondary };
+        self.shelf.recompress(&job, &mut codecs, &mut report);
+        Ok(report)
+    }
+
+    /// Writes the selected pages kept in memory (not same-filled ones) to the backing
+    /// store, at most `limit` of them, `batch` at a time: each batch is written, flushed
+    /// (and read back if [`BackingConfig::verify`]) before its pages leave memory. The
+    /// first failure stops the writeback; the pages of the failed batch stay in memory,
+    /// intact. Loads read written-back pages transparently; `remove` and overwrites free
+    /// their slots for reuse.
+    ///
+    /// ```
+    /// use pagecodec::{Page, Raw};
+    /// use pagestore::{BackingConfig, MemBacking, PageStore, Selection};
+    ///
+    /// let mut store = PageStore::new(Raw);
+    /// store.set_backing(Box::new(MemBacking::new(16)), BackingConfig::default())?;
+    /// let mut page = Page::zeroed();
+    /// page.as_bytes_mut()[0] = 1;
+    /// store.store(5, &page)?;
+    /// let report = store.writeback(Selection::Huge, 100, 8)?;
+    /// assert_eq!((report.written, report.error), (1, None));
+    /// assert_eq!(store.stats().mm.mem_used_total, 0); // nothing left in memory
+    /// let mut back = Page::zeroed();
+    /// store.load(5, &mut back)?;
+    /// assert_eq!(back, page);
+    /// assert_eq!(store.stats().tiers.backing.reads, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`TierError::NoBacking`]. Failures of the backing store are in the report.
+    pub fn writeback(
+        &mut self,
+        selection: Selection,
+        limit: u64,
+        batch: usize,
+    ) -> Result<WritebackReport, TierError> {
+        let tier = self.tier.as_mut().ok_or(TierError::NoBacking)?;
+        let job = WritebackJob { selection, now: self.config.now(), limit, batch };
+        let mut report = WritebackReport::default();
+        let mut codecs = Local { primary: &mut self.codec, secondary: &mut self.secondary };
+        self.shelf.writeback(&job, tier, &mut codecs, &mut report);
+        Ok(report)
     }
 
     /// Whether a page is stored under `key`.
@@ -256,7 +531,24 @@ impl<C: EntryCodec, S: PageSource> PageStore<C, S> {
             mm: self.shelf.mm(),
             codec: self.ops.table(self.codec.name(), self.config.timing),
             pool: self.shelf.pool.stats(),
+            tiers: self.tier_stats(),
         }
+    }
+
+    fn tier_stats(&self) -> TierStats {
+        let mut codecs = self.shelf.slots();
+        codecs[0].codec = self.codec.name();
+        for (s, c) in codecs[1..].iter_mut().zip(self.secondary.iter()) {
+            s.codec = c.as_ref().map_or("", |c| c.name());
+        }
+        let mut backing = self.tier.as_ref().map(Tier::stat).unwrap_or_default();
+        backing.pages = self.shelf.backed_pages();
+        TierStats { codecs, backing }
+    }
+
+    /// The name of the attached backing store, if any.
+    pub fn backing_name(&self) -> Option<&'static str> {
+        self.tier.as_ref().map(Tier::name)
     }
 
     /// The policies.

@@ -4,7 +4,7 @@
 //! `vm.unprivileged_userfaultfd = 1`); without it they fail saying so.
 #![cfg(target_os = "linux")]
 
-use pagecodec::PAGE_SIZE;
+use pagecodec::{CompressError, DecompressError, PAGE_SIZE, Page, PageCodec};
 use pagestore::{CodecFactory, StoreConfig};
 use uswap::{Region, RegionConfig};
 
@@ -240,9 +240,13 @@ fn writes_during_eviction_wait_and_are_kept() {
     // One thread keeps writing a counter into a hot page and reading it back; another walks
     // the rest of the region, so the hot page keeps becoming the oldest resident page and is
     // evicted under the writer. Writes that meet it being stored wait (write-protect faults)
-    // and must all be kept. Runs until such faults were seen, at most 20 s.
+    // and must all be kept. The codec takes 200 us per page, so that every eviction leaves
+    // the page write-protected long enough for the writer to meet it even on a loaded
+    // machine. Runs until such faults were seen, at most 20 s.
     let pages = 64;
-    let region = region(pages, 4, StoreConfig::default());
+    let mut config = RegionConfig::new(4, Box::new(|| Box::new(Slow(lzokit::LzoRle::default()))));
+    config.readahead = 1;
+    let region = Region::new(pages, config).unwrap_or_else(|e| panic!("this test needs userfaultfd: {e}"));
     let base = region.as_ptr() as usize;
     let stop = std::sync::atomic::AtomicBool::new(false);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
@@ -271,4 +275,24 @@ fn writes_during_eviction_wait_and_are_kept() {
     });
     let stats = region.stats();
     assert!(stats.wp_faults > 0, "no write met a page being stored in 20 s: {stats:?}");
+}
+
+/// A codec that takes at least 200 us per compression: it widens the window in which an
+/// evicted page is write-protected.
+struct Slow(lzokit::LzoRle);
+
+impl PageCodec for Slow {
+    fn name(&self) -> &'static str {
+        "slow-lzo-rle"
+    }
+    fn max_compressed_len(&self) -> usize {
+        self.0.max_compressed_len()
+    }
+    fn compress(&mut self, page: &Page, out: &mut [u8]) -> Result<usize, CompressError> {
+        std::thread::sleep(std::time::Duration::from_micros(200));
+        self.0.compress(page, out)
+    }
+    fn decompress(&mut self, input: &[u8], page: &mut Page) -> Result<(), DecompressError> {
+        self.0.decompress(input, page)
+    }
 }
