@@ -125,24 +125,6 @@ static SPREAD: [[u8; 16]; 4] = {
     table
 };
 
-/// As [`SPREAD`] for the two low bytes of each word; the two high bytes get 0xFF (`tbl`
-/// makes them 0).
-static SPREAD_LOW: [[u8; 16]; 4] = {
-    let mut table = [[0xFFu8; 16]; 4];
-    let mut j = 0;
-    while j < 4 {
-        let mut l = 0;
-        while l < 16 {
-            if l % 4 < 2 {
-                table[j][l] = (4 * j + l / 4) as u8;
-            }
-            l += 1;
-        }
-        j += 1;
-    }
-    table
-};
-
 /// Stage 1 of the decoder ([`expand`]'s module documentation), one tag word (16 words)
 /// per step; [`expand::chain`] is stage 2.
 ///
@@ -237,9 +219,8 @@ unsafe fn expand_streams<const W: usize>(tags: &[u8], misses: usize, s: &mut Scr
                 let spread = vld1q_u8(SPREAD[j].as_ptr());
                 let missed =
                     vqtbl4q_u8(stream_misses, vorrq_u8(vqtbl1q_u8(miss_control, spread), byte_in_word));
-                let low_spread = vld1q_u8(SPREAD_LOW[j].as_ptr());
-                let low =
-                    vqtbl2q_u8(stream_lows, vorrq_u8(vqtbl1q_u8(low_control, low_spread), low_high_bytes));
+                // Bytes 2 * rank and 2 * rank + 1, then 0xFF twice (a zero high half).
+                let low = vqtbl2q_u8(stream_lows, vorrq_u8(vqtbl1q_u8(low_control, spread), low_high_bytes));
                 let keep = vqtbl1q_u8(keep_bytes, vorrq_u8(vqtbl1q_u8(keep_control, spread), byte_in_word));
                 (vorrq_u8(missed, low), keep)
             };
