@@ -134,7 +134,7 @@ static SPREAD: [[u8; 16]; 4] = {
 /// index or miss slot (its route), miss and low bits from the streams at those ranks, with
 /// control 0xFF, which gives 0, for the words that take nothing from a stream. A 4-lane
 /// version over [`expand::Expand`], as AVX2's, took 15 instructions per word here, with
-/// three bit gathers and three population counts per 4 words; this step takes about 7.
+/// three bit gathers and three population counts per 4 words; this step takes about 8.
 ///
 /// # Safety
 ///
