@@ -21,7 +21,7 @@ pub(crate) struct Validated<'a> {
     /// The packed tags area.
     pub(crate) tags: &'a [u8],
     /// The number of MISS words (unpacked into `Scratch::misses`).
-    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
     pub(crate) misses: usize,
     /// The number of ZERO words.
     pub(crate) zeros: usize,

@@ -31,7 +31,8 @@ pub enum Isa {
     /// compressor's dictionary replay and the decompressor resolve the dictionary 16 words
     /// at a time in registers, and the compressor classifies 16 words per step.
     Avx512,
-    /// aarch64 with NEON: a SIMD compressor; decompression runs the scalar loop.
+    /// aarch64 with NEON: a SIMD compressor (4 words per step) and a SIMD decoder (16 words
+    /// per step in its vector stage).
     Neon,
 }
 

@@ -360,6 +360,12 @@ impl<const WORDS: usize> WkdmCodec<WORDS> {
                 // POPCNT, AVX-512F/BW/CD/VL/VBMI/VBMI2 and GFNI are present.
                 unsafe { arch::x86_64::avx512::decompress::<WORDS>(input, &mut self.scratch, preload, page) }
             }
+            #[cfg(target_arch = "aarch64")]
+            Isa::Neon => {
+                // SAFETY: `self.isa` is only ever set to an available path, so NEON is
+                // present.
+                unsafe { arch::aarch64::neon::decompress::<WORDS>(input, &mut self.scratch, preload, page) }
+            }
             _ => decompress::decompress::<WORDS>(input, &mut self.scratch, preload, page),
         }
     }

@@ -80,15 +80,16 @@ pub(crate) struct Scratch<const W: usize> {
     /// with [`SLACK`] bytes of slack for 8-byte loads.
     #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
     pub(crate) slots: Padded<u8, W>,
-    /// AVX2 decoder: per word, the dictionary entry it reads and writes (the dump entry
-    /// for zero words).
-    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    /// AVX2 and NEON decoders: per word, the dictionary entry it reads and writes (the
+    /// dump entry for zero words).
+    #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
     pub(crate) word_routes: [u8; W],
-    /// AVX2 decoder: per word, the bits of its dictionary entry it keeps (by tag).
-    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    /// AVX2 and NEON decoders: per word, the bits of its dictionary entry it keeps (by tag).
+    #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
     pub(crate) keeps: [u32; W],
-    /// AVX2 decoder: the slot of each missed word, with slack for 8-byte loads.
-    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    /// AVX2 and NEON decoders: the slot of each missed word, with slack for 8- and 16-byte
+    /// loads.
+    #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
     pub(crate) miss_slots: Padded<u8, W>,
 }
 

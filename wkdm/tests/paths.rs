@@ -174,6 +174,149 @@ fn every_path_decodes_damaged_streams_like_scalar() {
     }
 }
 
+/// Hostile streams that the bit flips above rarely reach: well-formed streams whose misses,
+/// indices and low bits are replaced by random values (they pass validation, so the SIMD
+/// decoders' expand and dictionary stages run on arbitrary data), streams with random tags
+/// or header offsets, and random bytes. Every path gives the scalar decoder's verdict and,
+/// where it decodes, its page, with both dictionary preloads, on 4 KiB and 16 KiB pages.
+#[test]
+fn every_path_decodes_hostile_streams_like_scalar() {
+    fn word(stream: &[u8], i: usize) -> usize {
+        u32::from_le_bytes(stream[4 * i..4 * i + 4].try_into().unwrap()) as usize
+    }
+    fn set_word(stream: &mut [u8], i: usize, value: u32) {
+        stream[4 * i..4 * i + 4].copy_from_slice(&value.to_le_bytes());
+    }
+    /// Mutations of a normal-form stream of a page of `words` words.
+    fn hostile(stream: &[u8], words: usize, rng: &mut Rng) -> Vec<Vec<u8>> {
+        let misses_start = 3 + words / 16;
+        let (index_start, low_start, end) = (word(stream, 0), word(stream, 1), word(stream, 2));
+        let mut cases = vec![];
+        // Sparse-form streams (word 0 is the magic) have no areas to fill.
+        if !(misses_start <= index_start
+            && index_start <= low_start
+            && low_start <= end
+            && 4 * end == stream.len())
+        {
+            return cases;
+        }
+        for _ in 0..6 {
+            // Random misses, indices and low bits, padding and bits 30-31 left valid: the
+            // last word of the index and low-bits areas keeps its padding.
+            let mut s = stream.to_vec();
+            rng.fill(&mut s[4 * misses_start..4 * index_start]);
+            if low_start > index_start {
+                rng.fill(&mut s[4 * index_start..4 * (low_start - 1)]);
+            }
+            for i in low_start..end.saturating_sub(1) {
+                set_word(&mut s, i, rng.next_u64() as u32 & 0x3FFF_FFFF);
+            }
+            cases.push(s);
+            // Random tags (counts then mostly disagree with the areas).
+            let mut s = stream.to_vec();
+            let at = 12 + rng.below((words / 4) as u64) as usize;
+            let len = 1 + rng.below(16) as usize;
+            let end_at = (at + len).min(4 * misses_start);
+            rng.fill(&mut s[at..end_at]);
+            cases.push(s);
+            // A header offset moved by a little or by anything.
+            let mut s = stream.to_vec();
+            let i = rng.below(3) as usize;
+            let moved = if rng.below(2) == 0 {
+                (word(&s, i) as i64 + rng.below(9) as i64 - 4).max(0) as u32
+            } else {
+                rng.next_u64() as u32
+            };
+            set_word(&mut s, i, moved);
+            cases.push(s);
+        }
+        cases
+    }
+    let mut rng = Rng::new(23);
+    let mut streams_4k = vec![];
+    for sample in sample_pages() {
+        let mut stream = vec![0u8; 4368];
+        if let Ok(n) = Wkdm::new().compress(&sample.page, &mut stream) {
+            if n > 12 {
+                streams_4k.push(stream[..n].to_vec());
+            }
+        }
+    }
+    let mut cases_4k: Vec<Vec<u8>> = vec![];
+    for stream in &streams_4k {
+        cases_4k.extend(hostile(stream, 1024, &mut rng));
+    }
+    for _ in 0..64 {
+        let mut s = vec![0u8; rng.below(4400) as usize];
+        rng.fill(&mut s);
+        cases_4k.push(s);
+    }
+    // Streams that decode, so that the decoders' word loops ran on random data.
+    let mut decoded = 0;
+    for case in &cases_4k {
+        for preload in [DictionaryPreload::Zero, DictionaryPreload::One] {
+            let mut expected = Page::filled(0x5A);
+            let verdict = Wkdm::new()
+                .with_isa(Isa::Scalar)
+                .unwrap()
+                .with_preload(preload)
+                .decompress(case, &mut expected);
+            decoded += usize::from(verdict.is_ok());
+            for path in paths() {
+                let mut page = Page::filled(0xC3);
+                let r = Wkdm::new().with_isa(path).unwrap().with_preload(preload).decompress(case, &mut page);
+                assert_eq!(verdict, r, "{path}: verdict");
+                if verdict.is_ok() {
+                    assert!(page == expected, "{path}: page");
+                } else {
+                    // Nothing is written before the whole stream is validated.
+                    assert!(page == Page::filled(0xC3), "{path}: page written on {r:?}");
+                }
+            }
+        }
+    }
+    assert!(decoded >= 2 * streams_4k.len(), "only {decoded} hostile streams decoded");
+    // 16 KiB pages: a random mix of words from a small pool, then the same mutations.
+    for seed in 0..4u64 {
+        let mut rng = Rng::new(100 + seed);
+        let pool: Vec<u32> = (0..12).map(|_| rng.next_u64() as u32).collect();
+        let mut page = [0u8; 16384];
+        for w in page.chunks_exact_mut(4) {
+            let base = pool[rng.below(12) as usize];
+            let value = match rng.below(4) {
+                0 => 0,
+                1 => base,
+                2 => (base & !0x3FF) | rng.below(1024) as u32,
+                _ => rng.next_u64() as u32,
+            };
+            w.copy_from_slice(&value.to_le_bytes());
+        }
+        let mut stream = vec![0u8; Wkdm16K::MAX_COMPRESSED_LEN];
+        let n = Wkdm16K::new().compress_page(&page, &mut stream).unwrap().stream_len();
+        for case in hostile(&stream[..n], 4096, &mut rng) {
+            let mut expected = [0x5Au8; 16384];
+            let verdict = Wkdm16K::new().with_isa(Isa::Scalar).unwrap().decompress_page(&case, &mut expected);
+            for path in paths() {
+                let mut out = [0xC3u8; 16384];
+                let r = Wkdm16K::new().with_isa(path).unwrap().decompress_page(&case, &mut out);
+                assert_eq!(verdict, r, "{path}: 16K verdict");
+                assert!(
+                    if verdict.is_ok() { out == expected } else { out == [0xC3u8; 16384] },
+                    "{path}: 16K page"
+                );
+            }
+        }
+    }
+}
+
+/// On aarch64 the NEON path (compressor and decoder) is among the paths compared here, so
+/// a qemu run of these tests checks it.
+#[cfg(target_arch = "aarch64")]
+#[test]
+fn neon_is_compared_on_aarch64() {
+    assert!(paths().contains(&Isa::Neon));
+}
+
 #[test]
 fn every_path_matches_scalar_on_the_vectors() {
     for (case, page) in common::vectors::pages() {

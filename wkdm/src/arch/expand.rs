@@ -1,14 +1,15 @@
-//! The SIMD decoder, written over [`Expand`]: two stages after validation.
+//! The SIMD decoders' two stages after validation.
 //!
-//! 1. [`expand_streams`] (vector): expands the misses and low bits into their words of the
-//!    page (0 elsewhere) and writes, per word, a *route* byte, the dictionary slot it reads
-//!    and writes (the hit's index, the miss's hashed slot, or the dump entry 16 for a zero
+//! 1. Stage 1 (vector): expands the misses and low bits into their words of the page (0
+//!    elsewhere) and writes, per word, a *route* byte, the dictionary slot it reads and
+//!    writes (the hit's index, the miss's hashed slot, or the dump entry 16 for a zero
 //!    word), and a *keep* mask, the bits of that entry it keeps (by tag, see
-//!    [`KEEP`](crate::decompress::KEEP)).
-//! 2. [`run_chain`] (scalar): the dictionary recurrence `d = dict[slot]; w = (d & keep) |
+//!    [`KEEP`](crate::decompress::KEEP)). AVX2 runs [`expand_streams`], written over
+//!    [`Expand`]; NEON has its own, 16 words per step (`aarch64::neon`).
+//! 2. [`chain`] (scalar): the dictionary recurrence `d = dict[slot]; w = (d & keep) |
 //!    value; dict[slot] = w` over the words in order, each word's `value` read from and its
 //!    result written back to the page. On pages where more than a sixth of the words are
-//!    zero it branches past them (see [`decode`]).
+//!    zero it branches past them.
 //!
 //! Stage 1 computes the keep masks, 8 per vector instruction, so that the chain does not
 //! look them up per word: that took its loop from 10 instructions per word to 8 and the
@@ -20,17 +21,23 @@
 //! zero words skipped, the single chain is faster on python pages and as fast on node
 //! pages (SPEC.md section 4).
 
-use crate::decompress::{DUMP_ENTRY, Validated};
+use crate::decompress::DUMP_ENTRY;
+#[cfg(target_arch = "x86_64")]
+use crate::decompress::Validated;
 use crate::format;
 use crate::scratch::Scratch;
 
+#[cfg(target_arch = "x86_64")]
 use super::lanes::Lanes;
 
 /// What the SIMD decoder ([`super::expand`]) needs beyond [`Lanes`].
 ///
 /// Only AVX2 implements it. A 4-lane SSE4.1 version decoded no faster than the scalar
-/// decoder (python pages 5% faster, node pages 2% slower; SPEC.md section 4), so SSE4.1 and
-/// NEON decode with the scalar path.
+/// decoder (python pages 5% faster, node pages 2% slower; SPEC.md section 4), so SSE4.1
+/// decodes with the scalar path. NEON does not implement it either: written over these
+/// 4-lane steps its stage 1 took 15 instructions per word, its own 16-word step takes far
+/// fewer (`aarch64::neon`).
+#[cfg(target_arch = "x86_64")]
 pub(crate) trait Expand: Lanes {
     /// The values of `LANES` words: the words at `misses` moved to the lanes selected by
     /// `miss`, in order (the `j`-th selected lane gets `misses[j]`), the `u16` items at
@@ -71,6 +78,7 @@ pub(crate) trait Expand: Lanes {
 ///
 /// The CPU must have the instruction set of `V`; `v` and `s` must come from a successful
 /// `validate` of the same stream (so the counters never pass the unpacked counts).
+#[cfg(target_arch = "x86_64")]
 #[inline(always)]
 pub(crate) unsafe fn decode<V: Expand, const W: usize>(
     v: Validated<'_>,
@@ -78,14 +86,21 @@ pub(crate) unsafe fn decode<V: Expand, const W: usize>(
     preload: u32,
     page: &mut [u8],
 ) {
-    // Branching past zero words pays only where there are enough of them (as in the scalar
-    // decoder). Pagebench medians, 3000 pages each, skipping above 1/3, 1/4, 1/6, 1/10 of
-    // the words or always: python 2756-2808 ticks for all, node 3328-3380, 3328-3354,
-    // 3302-3328, 3328-3354 and 3406-3432 (in sweeps 3406-3432, 3406-3432, 3380-3406,
-    // 3432-3458, 3536-3562).
     // SAFETY: the caller's contract, passed on.
     unsafe { expand_streams::<V, W>(v, s, page) };
-    if 6 * v.zeros > W {
+    chain::<W>(v.zeros, s, preload, page);
+}
+
+/// Stage 2 (see the module documentation) for a page with `zeros` zero words.
+#[inline(always)]
+pub(crate) fn chain<const W: usize>(zeros: usize, s: &Scratch<W>, preload: u32, page: &mut [u8]) {
+    // Branching past zero words pays only where there are enough of them (as in the scalar
+    // decoder). Pagebench medians on AVX2, 3000 pages each, skipping above 1/3, 1/4, 1/6,
+    // 1/10 of the words or always: python 2756-2808 ticks for all, node 3328-3380,
+    // 3328-3354, 3302-3328, 3328-3354 and 3406-3432 (in sweeps 3406-3432, 3406-3432,
+    // 3380-3406, 3432-3458, 3536-3562). NEON uses the same threshold: no aarch64 hardware
+    // has timed another.
+    if 6 * zeros > W {
         run_chain::<W, true>(s, preload, page);
     } else {
         run_chain::<W, false>(s, preload, page);
@@ -97,6 +112,7 @@ pub(crate) unsafe fn decode<V: Expand, const W: usize>(
 /// # Safety
 ///
 /// As for [`decode`].
+#[cfg(target_arch = "x86_64")]
 #[inline(always)]
 unsafe fn expand_streams<V: Expand, const W: usize>(v: Validated<'_>, s: &mut Scratch<W>, page: &mut [u8]) {
     assert!(page.len() == 4 * W && W % 16 == 0 && v.tags.len() == W / 4 && v.misses <= W);

@@ -2,7 +2,7 @@
 
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub(crate) mod classify;
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub(crate) mod expand;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub(crate) mod lanes;
