@@ -138,6 +138,41 @@ impl fmt::Debug for Page {
 mod tests {
     use super::*;
 
+    /// Formats `page` with its `Debug` impl into a fixed buffer (no allocation needed).
+    fn debug(page: &Page) -> ([u8; 128], usize) {
+        struct Buf([u8; 128], usize);
+        impl fmt::Write for Buf {
+            fn write_str(&mut self, s: &str) -> fmt::Result {
+                let end = self.1 + s.len();
+                self.0.get_mut(self.1..end).ok_or(fmt::Error)?.copy_from_slice(s.as_bytes());
+                self.1 = end;
+                Ok(())
+            }
+        }
+        let mut buf = Buf([0; 128], 0);
+        fmt::write(&mut buf, format_args!("{page:?}")).unwrap();
+        (buf.0, buf.1)
+    }
+
+    #[test]
+    fn debug_shows_the_first_bytes_and_an_fnv1a_checksum() {
+        // FNV-1a 64 of the whole page: 4096 zero bytes, and the ramp 0, 1, 2, ... 255, 0, ...
+        let (text, n) = debug(&Page::zeroed());
+        assert_eq!(
+            &text[..n],
+            b"Page([00, 00, 00, 00, 00, 00, 00, 00, 00, 00, 00, 00, 00, 00, 00, 00].., fnv1a=b93a0c83ce3b6325)"
+        );
+        let mut ramp = Page::zeroed();
+        for (i, b) in ramp.as_bytes_mut().iter_mut().enumerate() {
+            *b = i as u8;
+        }
+        let (text, n) = debug(&ramp);
+        assert_eq!(
+            &text[..n],
+            b"Page([00, 01, 02, 03, 04, 05, 06, 07, 08, 09, 0a, 0b, 0c, 0d, 0e, 0f].., fnv1a=88d6ce5789d35325)"
+        );
+    }
+
     #[test]
     fn layout_and_views_agree() {
         let mut page = Page::zeroed();

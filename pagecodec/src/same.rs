@@ -41,6 +41,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn differences_that_cancel_out_are_still_found() {
+        // Two words that differ from the first by the same bits: an XOR of the differences
+        // would cancel them; the scan ORs them.
+        let mut page = Page::filled(0x5A);
+        page.as_bytes_mut()[8] ^= 1;
+        page.as_bytes_mut()[16] ^= 1;
+        assert_eq!(same_filled(&page), None);
+    }
+
+    #[test]
     fn detects_each_position_of_a_difference() {
         assert_eq!(same_filled(&Page::filled(0)), Some(0));
         for pos in [0, 1, 7, 8, 63, 64, 2048, 4095] {
