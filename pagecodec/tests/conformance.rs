@@ -1,6 +1,8 @@
 //! The conformance suite on `Raw`, and proof that the suite catches broken codecs.
 
-use pagecodec::testing::{check_codec, check_round_trips, sample_pages};
+use pagecodec::testing::{
+    check_codec, check_damaged_streams, check_garbage_input, check_round_trips, sample_pages,
+};
 use pagecodec::{CompressError, DecompressError, PAGE_SIZE, Page, PageCodec, Raw};
 
 #[test]
@@ -30,6 +32,8 @@ enum Flaw {
     Corrupts,
     /// Accepts trailing input.
     IgnoresTrailing,
+    /// Panics on any stream shorter than a page (damaged or garbage input).
+    PanicsOnShortInput,
 }
 
 impl PageCodec for Broken {
@@ -58,6 +62,7 @@ impl PageCodec for Broken {
                 Ok(())
             }
             Flaw::IgnoresTrailing if input.len() > PAGE_SIZE => Raw.decompress(&input[..PAGE_SIZE], page),
+            Flaw::PanicsOnShortInput if input.len() < PAGE_SIZE => panic!("broken: a short stream"),
             _ => Raw.decompress(input, page),
         }
     }
@@ -91,4 +96,16 @@ fn suite_catches_wrong_pages() {
 #[should_panic(expected = "appended")]
 fn suite_catches_accepted_trailing_input() {
     check_codec(&mut Broken(Flaw::IgnoresTrailing));
+}
+
+#[test]
+#[should_panic(expected = "broken: a short stream")]
+fn suite_feeds_damaged_streams() {
+    check_damaged_streams(&mut Broken(Flaw::PanicsOnShortInput), &sample_pages());
+}
+
+#[test]
+#[should_panic(expected = "broken: a short stream")]
+fn suite_feeds_garbage() {
+    check_garbage_input(&mut Broken(Flaw::PanicsOnShortInput));
 }
