@@ -36,7 +36,7 @@ const O_DIRECT: Option<i32> = None;
 /// use pagestore::{BackingConfig, FileBacking, PageStore, Selection};
 ///
 /// let mut store = PageStore::new(Raw);
-/// let file = FileBacking::create("/var/tmp/pages.swap", 1 << 18)?; // up to 1 GiB
+/// let file = FileBacking::create("pages.swap", 1 << 18)?; // up to 1 GiB
 /// store.set_backing(Box::new(file), BackingConfig::default())?;
 /// store.store(1, &Page::filled(3))?;
 /// store.writeback(Selection::All, u64::MAX, 64)?;
