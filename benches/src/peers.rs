@@ -29,7 +29,7 @@ pub fn all() -> Vec<Box<dyn PageCodec>> {
     vec![
         Box::new(Lz4Flex::default()),
         Box::new(CLz4),
-        Box::new(Zstd::new(1)),
+        Box::new(Zstd1::new()),
         Box::new(LibLzo::default()),
         Box::new(Lzo1xCrate),
     ]
@@ -126,50 +126,37 @@ impl PageCodec for CLz4 {
     }
 }
 
-/// C zstd at a fixed level with one reused compression and decompression context.
-pub struct Zstd {
-    level: i32,
-    cctx: zstd::bulk::Compressor<'static>,
-    dctx: zstd::bulk::Decompressor<'static>,
-}
+/// C zstd level 1 (what zram's zstd users mostly pick for speed): the family's zstd adapter
+/// at that level, under the peer's name.
+pub struct Zstd1(pagecodec_adapters::Zstd);
 
-impl Zstd {
-    /// zstd at `level` (the table uses 1, what zram's zstd users mostly pick for speed).
-    ///
+impl Zstd1 {
     /// # Panics
     ///
     /// If zstd cannot allocate its contexts.
-    pub fn new(level: i32) -> Zstd {
-        Zstd {
-            level,
-            cctx: zstd::bulk::Compressor::new(level).expect("zstd compression context"),
-            dctx: zstd::bulk::Decompressor::new().expect("zstd decompression context"),
-        }
+    pub fn new() -> Zstd1 {
+        Zstd1(pagecodec_adapters::Zstd::with_level(1).expect("zstd contexts"))
     }
 }
 
-impl PageCodec for Zstd {
+impl Default for Zstd1 {
+    fn default() -> Self {
+        Zstd1::new()
+    }
+}
+
+impl PageCodec for Zstd1 {
     fn name(&self) -> &'static str {
-        match self.level {
-            1 => "zstd-1",
-            3 => "zstd-3",
-            _ => "zstd",
-        }
+        "zstd-1"
     }
     fn max_compressed_len(&self) -> usize {
-        zstd::zstd_safe::compress_bound(PAGE_SIZE)
+        self.0.max_compressed_len()
     }
     fn compress(&mut self, page: &Page, out: &mut [u8]) -> Result<usize, CompressError> {
-        self.cctx
-            .compress_to_buffer(page.as_bytes().as_slice(), out)
-            .map_err(|_| CompressError::Incompressible)
+        self.0.compress(page, out)
     }
     fn decompress(&mut self, input: &[u8], page: &mut Page) -> Result<(), DecompressError> {
-        match self.dctx.decompress_to_buffer(input, page.as_bytes_mut().as_mut_slice()) {
-            Ok(PAGE_SIZE) => Ok(()),
-            Ok(_) => Err(DecompressError::WrongLength),
-            Err(_) => Err(DecompressError::corrupt("zstd rejected the frame")),
-        }
+        self.0.decompress(input, page)
     }
 }
 
