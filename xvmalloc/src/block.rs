@@ -6,11 +6,14 @@
 //! | bits | field |
 //! |---|---|
 //! | 0..15 | block size in units (header included) |
-//! | 15..30 | zero |
+//! | 15..28 | allocated block: the object's length in bytes; free block: zero |
+//! | 28..30 | zero |
 //! | 30 | PREV_FREE: the physically previous block is free |
 //! | 31 | FREE |
 //!
-//! An allocated block holds the payload right after the header. A free block holds the
+//! An allocated block holds the payload right after the header. Its exact length lives in
+//! the header rather than in the slot table, so a slot is 8 bytes (generation and address)
+//! instead of 12: the header is read anyway, in the cache line of the payload's start. A free block holds the
 //! free-list links after the header: `next` at byte 4 and `prev` at byte 8, each a pool
 //! address (u32, [`NIL`] = none), and its size in units again in its last 4 bytes (the
 //! footer). Hence the smallest block is 2 units (16 bytes).
@@ -31,6 +34,10 @@ pub(crate) const MIN_UNITS: u32 = 2;
 pub(crate) const NIL: u32 = u32::MAX;
 
 const SIZE_MASK: u32 = (1 << 15) - 1;
+const LEN_SHIFT: u32 = 15;
+/// 13 bits: lengths up to 8191 bytes, more than [`MAX_ALLOC`](crate::MAX_ALLOC).
+const LEN_MASK: u32 = (1 << 13) - 1;
+const _: () = assert!(crate::MAX_ALLOC as u32 <= LEN_MASK);
 const PREV_FREE_BIT: u32 = 1 << 30;
 const FREE_BIT: u32 = 1 << 31;
 
@@ -49,10 +56,11 @@ impl Header {
     /// Stands for "no block" beyond a chunk's edge: neither free nor preceded by a free block.
     pub(crate) const EDGE: Header = Header(0);
 
-    /// An allocated block of `size` units whose previous block is not free.
+    /// An allocated block of `size` units holding `len` bytes, whose previous block is not
+    /// free.
     #[inline]
-    pub(crate) const fn allocated(size: u32) -> Self {
-        Header(size)
+    pub(crate) const fn allocated(size: u32, len: u32) -> Self {
+        Header(size | (len & LEN_MASK) << LEN_SHIFT)
     }
     /// A free block of `size` units; its previous block is never free (free blocks merge).
     #[inline]
@@ -67,6 +75,11 @@ impl Header {
     pub(crate) const fn is_free(self) -> bool {
         self.0 & FREE_BIT != 0
     }
+    /// The object's length in bytes (allocated blocks; 0 in free ones).
+    #[inline]
+    pub(crate) const fn len(self) -> u32 {
+        self.0 >> LEN_SHIFT & LEN_MASK
+    }
     /// Whether the physically previous block is free (and has a footer).
     #[inline]
     pub(crate) const fn prev_free(self) -> bool {
@@ -76,14 +89,15 @@ impl Header {
     pub(crate) const fn with_prev_free(self, prev_free: bool) -> Self {
         Header(if prev_free { self.0 | PREV_FREE_BIT } else { self.0 & !PREV_FREE_BIT })
     }
-    /// The same block marked free (flag only: no links or footer are written).
+    /// The same block marked free (flag only: no links or footer are written), its length
+    /// cleared.
     #[inline]
     pub(crate) const fn marked_free(self) -> Self {
-        Header(self.0 | FREE_BIT)
+        Header(self.0 & !(LEN_MASK << LEN_SHIFT) | FREE_BIT)
     }
-    /// Bits 15..30, which the pool always leaves zero.
+    /// Bits 28..30, which the pool always leaves zero.
     pub(crate) const fn reserved_bits(self) -> u32 {
-        self.0 & !(SIZE_MASK | PREV_FREE_BIT | FREE_BIT)
+        self.0 & !(SIZE_MASK | LEN_MASK << LEN_SHIFT | PREV_FREE_BIT | FREE_BIT)
     }
     #[inline]
     pub(crate) const fn bits(self) -> u32 {
@@ -163,14 +177,17 @@ mod tests {
     #[test]
     fn header_fields_round_trip() {
         for size in [2, 513, 8192, SIZE_MASK] {
-            for (h, free) in [(Header::allocated(size), false), (Header::free(size), true)] {
-                assert_eq!((h.size(), h.is_free(), h.prev_free()), (size, free, false));
+            for (h, free, len) in
+                [(Header::allocated(size, 4096), false, 4096), (Header::free(size), true, 0)]
+            {
+                assert_eq!((h.size(), h.is_free(), h.prev_free(), h.len()), (size, free, false, len));
+                assert_eq!(h.reserved_bits(), 0);
                 assert_eq!(Header::from_bits(h.bits()), h);
                 let h2 = h.with_prev_free(true);
                 assert_eq!((h2.size(), h2.is_free(), h2.prev_free()), (size, free, true));
                 assert_eq!(h2.with_prev_free(false), h);
                 let h3 = h2.marked_free();
-                assert_eq!((h3.size(), h3.is_free(), h3.prev_free()), (size, true, true));
+                assert_eq!((h3.size(), h3.is_free(), h3.prev_free(), h3.len()), (size, true, true, 0));
             }
         }
         assert_eq!((Header::EDGE.is_free(), Header::EDGE.prev_free()), (false, false));

@@ -3,7 +3,7 @@
 use crate::PageSource;
 use crate::block::{NIL, footer_at, read_u32, units_for};
 use crate::classes::{CLASSES, class_of};
-use crate::pool::{GENERATION_MASK, Pool};
+use crate::pool::{GENERATION_MASK, LIVE, Pool};
 
 impl<S: PageSource> Pool<S> {
     /// Walks every chunk, free list and slot and checks that they agree; O(size of the pool).
@@ -42,7 +42,10 @@ impl<S: PageSource> Pool<S> {
                     return Err("PREV_FREE flag wrong");
                 }
                 if h.reserved_bits() != 0 {
-                    return Err("header bits 15..30 not zero");
+                    return Err("header bits 28..30 not zero");
+                }
+                if h.is_free() && h.len() != 0 {
+                    return Err("free block with a length");
                 }
                 if h.is_free() {
                     if prev_free {
@@ -106,18 +109,21 @@ impl<S: PageSource> Pool<S> {
         let mut live = 0u64;
         let mut payload = 0u64;
         for slot in &self.slots {
-            if slot.len == 0 {
+            if !slot.is_live() {
                 continue;
             }
+            if slot.generation & !LIVE != self.tag | slot.generation & GENERATION_MASK {
+                return Err("slot with another pool's tag");
+            }
             live += 1;
-            payload += u64::from(slot.len);
             let chunk = (slot.addr >> self.shift) as usize;
             if self.chunks.get(chunk).is_none_or(|c| c.is_none()) {
                 return Err("slot points into a released chunk");
             }
             let h = self.header(slot.addr);
-            let want = units_for(slot.len as usize);
-            if h.is_free() || h.size() < want || h.size() > want + 1 {
+            payload += u64::from(h.len());
+            let want = units_for(h.len() as usize);
+            if h.len() == 0 || h.is_free() || h.size() < want || h.size() > want + 1 {
                 return Err("slot does not point at a fitting allocated block");
             }
         }
@@ -126,7 +132,7 @@ impl<S: PageSource> Pool<S> {
         // size and blocks tile the chunks, so equal counts mean a bijection unless two
         // slots share an address, checked by sorting).
         let mut addrs: alloc::vec::Vec<u32> =
-            self.slots.iter().filter(|s| s.len != 0).map(|s| s.addr).collect();
+            self.slots.iter().filter(|s| s.is_live()).map(|s| s.addr).collect();
         addrs.sort_unstable();
         if addrs.windows(2).any(|w| w[0] == w[1]) {
             return Err("two slots share a block");
@@ -142,7 +148,7 @@ impl<S: PageSource> Pool<S> {
         let mut index = self.free_slot;
         while index != NIL {
             let slot = self.slots.get(index as usize).ok_or("free-slot chain leaves the table")?;
-            if slot.len != 0 {
+            if slot.is_live() {
                 return Err("live slot on the free chain");
             }
             free_slots += 1;
@@ -151,7 +157,8 @@ impl<S: PageSource> Pool<S> {
             }
             index = slot.addr;
         }
-        let retired = self.slots.iter().filter(|s| s.len == 0 && s.generation & GENERATION_MASK == 0).count();
+        let retired =
+            self.slots.iter().filter(|s| !s.is_live() && s.generation & GENERATION_MASK == 0).count();
         if (free_slots + retired) as u64 + live != self.slots.len() as u64 {
             return Err("free-slot chain misses slots");
         }

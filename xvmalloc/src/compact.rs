@@ -65,7 +65,7 @@ impl<S: PageSource> Pool<S> {
         // Live objects in address order, so each chunk's objects come together, in order.
         let mut live: Vec<(u32, u32)> = Vec::with_capacity(self.counters.objects as usize);
         for (index, slot) in self.slots.iter().enumerate() {
-            if slot.len != 0 {
+            if slot.is_live() {
                 live.push((slot.addr, index as u32));
             }
         }
@@ -84,17 +84,17 @@ impl<S: PageSource> Pool<S> {
             let mut to = 0u32;
             for &(addr, index) in objects {
                 let size = self.header(addr).size();
+                let len = self.object_len(addr);
                 if addr != base + to {
                     let from = self.byte_offset(addr);
                     let at = to as usize * UNIT;
-                    let len = self.slots[index as usize].len as usize;
                     self.buf_mut(addr).copy_within(from + HEADER..from + HEADER + len, at + HEADER);
                     self.slots[index as usize].addr = base + to;
                     report.objects_moved += 1;
                     report.bytes_moved += len as u64;
                     self.counters.objects_moved += 1;
                 }
-                self.set_header(base + to, Header::allocated(size));
+                self.set_header(base + to, Header::allocated(size, len as u32));
                 to += size;
             }
             if to < self.chunk_units {
@@ -145,10 +145,11 @@ impl<S: PageSource> Pool<S> {
         // Objects to move: (victim rank, larger first, slot index).
         let mut moves: Vec<(u32, core::cmp::Reverse<u32>, u32)> = Vec::new();
         for (index, slot) in self.slots.iter().enumerate() {
-            if slot.len != 0 {
+            if slot.is_live() {
                 let r = rank[(slot.addr >> self.shift) as usize];
                 if r != NIL {
-                    moves.push((r, core::cmp::Reverse(slot.len), index as u32));
+                    let len = self.object_len(slot.addr) as u32;
+                    moves.push((r, core::cmp::Reverse(len), index as u32));
                 }
             }
         }
@@ -204,9 +205,9 @@ impl<S: PageSource> Pool<S> {
     /// (changing nothing) when no listed block fits.
     fn move_object(&mut self, index: u32, scratch: &mut [u8; MAX_ALLOC], report: &mut CompactReport) -> bool {
         let slot = self.slots[index as usize];
-        let len = slot.len as usize;
+        let len = self.object_len(slot.addr);
         let old_units = self.header(slot.addr).size();
-        let Some((addr, units)) = self.take_block(crate::block::units_for(len)) else {
+        let Some((addr, units)) = self.take_block(crate::block::units_for(len), len as u32) else {
             return false;
         };
         let from = self.byte_offset(slot.addr) + HEADER;

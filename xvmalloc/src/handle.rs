@@ -7,8 +7,8 @@
 /// the slot's generation, which changes when its object is freed, and the pool's tag: a
 /// handle kept after `free`, forged, or given to another pool is refused with
 /// [`HandleError::Stale`](crate::HandleError::Stale) rather than reaching another object.
-/// A slot whose generations run out (after about a million reuses) is retired, never
-/// reused, so a stale handle can never match again. Tags repeat only after 4095 pools
+/// A slot whose generations run out (after about half a million reuses) is retired, never
+/// reused, so a stale handle can never match again. Tags repeat only after 2047 pools
 /// have been created in one process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Handle {
@@ -17,6 +17,13 @@ pub struct Handle {
 }
 
 impl Handle {
+    /// The index of the handle's slot in the pool's table; with
+    /// [`Pool::handle_at`](crate::Pool::handle_at) it gives the handle back while the
+    /// object lives.
+    pub const fn index(self) -> u32 {
+        self.index
+    }
+
     /// The handle as 64 bits (slot index in the low half, generation in the high half), for
     /// callers that pack handles into their own tables.
     pub const fn to_bits(self) -> u64 {

@@ -13,13 +13,16 @@ const MIN_CHUNK: usize = 4096;
 const MAX_CHUNK: usize = 65536;
 const PAGE: u64 = 4096;
 
-/// A handle's second half: the pool's tag in the top [`TAG_BITS`] bits, the slot's
-/// generation in the low [`GENERATION_BITS`]. Generation 0 is never issued: a slot whose
-/// generation would wrap to it is retired for good, so a stale handle can never match
-/// again, and the tag makes another pool refuse the handle.
-pub(crate) const GENERATION_BITS: u32 = 20;
+/// A handle's second half: the pool's tag in the top [`TAG_BITS`] bits, then [`LIVE`], then
+/// the slot's generation in the low [`GENERATION_BITS`]. Generation 0 is never issued: a
+/// slot whose generation would wrap to it is retired for good, so a stale handle can never
+/// match again, and the tag makes another pool refuse the handle.
+pub(crate) const GENERATION_BITS: u32 = 19;
 pub(crate) const GENERATION_MASK: u32 = (1 << GENERATION_BITS) - 1;
-pub(crate) const TAG_BITS: u32 = 32 - GENERATION_BITS;
+/// Set in every handle and in the slot of a live object, clear in free and retired slots:
+/// one compare of the whole word checks tag, generation and liveness.
+pub(crate) const LIVE: u32 = 1 << GENERATION_BITS;
+pub(crate) const TAG_BITS: u32 = 32 - GENERATION_BITS - 1;
 
 /// A tag for a new pool: consecutive pools get different tags (4095 of them before one
 /// repeats), never 0.
@@ -32,18 +35,27 @@ fn new_tag() -> u32 {
     };
     #[cfg(not(target_has_atomic = "32"))]
     let n = 0;
-    (n % ((1 << TAG_BITS) - 1) + 1) << GENERATION_BITS
+    (n % ((1 << TAG_BITS) - 1) + 1) << (GENERATION_BITS + 1)
 }
 
-/// One entry of the slot table. `len == 0` marks a free slot whose `addr` links the next
-/// free slot, or a retired one (generation bits 0, off the free chain).
+/// One entry of the slot table (8 bytes; the object's length is in its block header). A
+/// slot without [`LIVE`] is free, its `addr` linking the next free slot, or retired
+/// (generation bits 0, off the free chain).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Slot {
-    /// The pool's tag and the slot's generation, as handles carry them ([`stamp`]).
+    /// The pool's tag, [`LIVE`] and the slot's generation, as handles carry them.
     pub(crate) generation: u32,
     pub(crate) addr: u32,
-    pub(crate) len: u32,
 }
+
+impl Slot {
+    #[inline(always)]
+    pub(crate) const fn is_live(self) -> bool {
+        self.generation & LIVE != 0
+    }
+}
+
+const _: () = assert!(core::mem::size_of::<Slot>() == 8);
 
 /// Running totals behind [`PoolStats`].
 #[derive(Clone, Copy, Debug, Default)]
@@ -185,17 +197,17 @@ impl<S: PageSource> Pool<S> {
         if self.free_slot == NIL && self.slots.len() >= NIL as usize {
             return Err(AllocError::AddressSpaceExhausted);
         }
-        let (addr, units) = match self.take_block(want) {
+        let (addr, units) = match self.take_block(want, len as u32) {
             Some(found) => found,
             None => {
                 self.grow()?;
-                self.take_block(want).ok_or(AllocError::OutOfMemory)?
+                self.take_block(want, len as u32).ok_or(AllocError::OutOfMemory)?
             }
         };
         self.counters.payload += len as u64;
         self.counters.allocated_units += u64::from(units);
         self.counters.objects += 1;
-        Ok((self.new_slot(addr, len as u32), addr))
+        Ok((self.new_slot(addr), addr))
     }
 
     /// Allocates an object holding a copy of `data`.
@@ -219,14 +231,14 @@ impl<S: PageSource> Pool<S> {
     #[inline]
     pub fn free(&mut self, handle: Handle) -> Result<(), HandleError> {
         let slot = self.slots.get_mut(handle.index as usize).ok_or(HandleError::Unknown)?;
-        if slot.len == 0 || slot.generation != handle.generation {
+        // Handles always carry LIVE, so a free or retired slot never matches.
+        if slot.generation != handle.generation || handle.generation & LIVE == 0 {
             return Err(HandleError::Stale);
         }
-        let (addr, len) = (slot.addr, slot.len);
+        let addr = slot.addr;
         // Release the slot while it is at hand: a new generation makes every copy of the
         // handle stale; a slot out of generations is retired instead of reused.
         let generation = slot.generation.wrapping_add(1) & GENERATION_MASK;
-        slot.len = 0;
         slot.generation = self.tag | generation;
         if generation != 0 {
             slot.addr = self.free_slot;
@@ -234,6 +246,7 @@ impl<S: PageSource> Pool<S> {
         } else {
             slot.addr = NIL;
         }
+        let len = self.header(addr).len();
         let units = self.free_block(addr);
         self.counters.payload -= u64::from(len);
         self.counters.allocated_units -= u64::from(units);
@@ -308,24 +321,57 @@ impl<S: PageSource> Pool<S> {
     #[inline]
     pub(crate) fn locate(&self, handle: Handle) -> Result<(u32, usize), HandleError> {
         let slot = self.slots.get(handle.index as usize).ok_or(HandleError::Unknown)?;
-        if slot.len == 0 || slot.generation != handle.generation {
+        if slot.generation != handle.generation || handle.generation & LIVE == 0 {
             return Err(HandleError::Stale);
         }
-        Ok((slot.addr, slot.len as usize))
+        Ok((slot.addr, self.object_len(slot.addr)))
+    }
+
+    /// The length of the object at `addr`, from its header. Bounded by the chunk's end, so
+    /// a header rewritten behind the pool's back (a source's chunk may be any safe
+    /// `DerefMut`) cannot make a slice leave the chunk.
+    #[inline(always)]
+    pub(crate) fn object_len(&self, addr: u32) -> usize {
+        let room = self.chunk_size - self.byte_offset(addr) - HEADER;
+        (self.header(addr).len() as usize).min(room)
+    }
+
+    /// The handle of the live object in slot `index` (see [`Handle::index`]), or `None` if
+    /// the slot is free, retired or was never issued.
+    ///
+    /// For owners that keep only a handle's index in their own tables (4 bytes instead of
+    /// 8) and know which objects are theirs: the pool cannot tell a stale index from a
+    /// live one, so the owner's bookkeeping must guarantee it, as a page store's key table
+    /// does.
+    ///
+    /// ```
+    /// use xvmalloc::{HeapSource, Pool};
+    ///
+    /// let mut pool = Pool::new(HeapSource::new());
+    /// let h = pool.alloc_copy(b"stream")?;
+    /// assert_eq!(pool.handle_at(h.index()), Some(h));
+    /// pool.free(h)?;
+    /// assert_eq!(pool.handle_at(h.index()), None);
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn handle_at(&self, index: u32) -> Option<Handle> {
+        let slot = self.slots.get(index as usize)?;
+        slot.is_live().then_some(Handle { index, generation: slot.generation })
     }
 
     #[inline(always)]
-    fn new_slot(&mut self, addr: u32, len: u32) -> Handle {
+    fn new_slot(&mut self, addr: u32) -> Handle {
         let index = self.free_slot;
         if index == NIL {
             let index = self.slots.len() as u32;
-            let generation = self.tag | 1;
-            self.slots.push(Slot { generation, addr, len });
+            let generation = self.tag | LIVE | 1;
+            self.slots.push(Slot { generation, addr });
             return Handle { index, generation };
         }
         let slot = &mut self.slots[index as usize];
         self.free_slot = slot.addr;
-        *slot = Slot { generation: slot.generation, addr, len };
+        *slot = Slot { generation: slot.generation | LIVE, addr };
         Handle { index, generation: slot.generation }
     }
 
@@ -435,10 +481,10 @@ impl<S: PageSource> Pool<S> {
     }
 
     /// Takes a free block of at least `want` units from the lists, splits off the rest and
-    /// marks it allocated. Returns its address and actual size (a remainder too small to be
+    /// marks it allocated, holding `len` bytes. Returns its address and actual size (a remainder too small to be
     /// a block stays inside the allocation).
     #[inline(always)]
-    pub(crate) fn take_block(&mut self, want: u32) -> Option<(u32, u32)> {
+    pub(crate) fn take_block(&mut self, want: u32, len: u32) -> Option<(u32, u32)> {
         let class = self.classes.find(want)?;
         let addr = self.classes.heads[class];
         let at = self.byte_offset(addr);
@@ -459,7 +505,7 @@ impl<S: PageSource> Pool<S> {
         let end = at + size as usize * UNIT;
         let rest = size - want;
         if rest < MIN_UNITS {
-            write_u32(buf, at, Header::allocated(size).bits());
+            write_u32(buf, at, Header::allocated(size, len).bits());
             if end < chunk_bytes {
                 let h = Header::from_bits(read_u32(buf, end));
                 write_u32(buf, end, h.with_prev_free(false).bits());
@@ -468,7 +514,7 @@ impl<S: PageSource> Pool<S> {
         }
         // Split: [want, allocated][rest, free] and the following block, whose PREV_FREE
         // stays set, untouched: the remainder's footer is the old block's.
-        write_u32(buf, at, Header::allocated(want).bits());
+        write_u32(buf, at, Header::allocated(want, len).bits());
         let rest_at = at + want as usize * UNIT;
         write_free_block(buf, rest_at, rest);
         let rest_class = class_of(rest);

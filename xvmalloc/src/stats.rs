@@ -32,7 +32,7 @@ pub struct PoolStats {
     /// Objects moved by compaction since the pool was made.
     pub objects_moved: u64,
     /// Heap bytes of the pool's own tables (slot table and chunk table), which live outside
-    /// the chunks: about 12 bytes per slot.
+    /// the chunks: about 8 bytes per slot.
     pub metadata_bytes: u64,
 }
 
