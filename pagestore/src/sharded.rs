@@ -161,7 +161,7 @@ impl<S: PageSource> ShardedStore<S> {
                     Some(limit) => Budget::Shared { limit, held: Arc::clone(&held) },
                     None => Budget::Unlimited,
                 };
-                Mutex::new(Shard { shelf: Shelf::new(source(), budget, 0), ops: OpRecorder::new() })
+                Mutex::new(Shard { shelf: Shelf::new(source(), budget, 0, false), ops: OpRecorder::new() })
             })
             .collect();
         let first = factory();

@@ -203,11 +203,11 @@ pub(crate) struct Shelf<S: PageSource> {
 }
 
 impl<S: PageSource> Shelf<S> {
-    pub(crate) fn new(source: S, budget: Budget, dense_keys: usize) -> Self {
+    pub(crate) fn new(source: S, budget: Budget, dense_keys: usize, timed: bool) -> Self {
         let source = Budgeted { inner: source, budget, refused: false, held: 0, held_max: 0 };
         Shelf {
             pool: Pool::new(source),
-            map: Table::with_dense(dense_keys),
+            map: Table::with_dense(dense_keys, timed),
             same_pages: 0,
             huge_pages: 0,
             compr_bytes: 0,
@@ -247,8 +247,14 @@ impl<S: PageSource> Shelf<S> {
         })
     }
 
+    /// The pool handle of a stream or huge entry. The table keeps only the slot index and
+    /// part of the generation; the pool gives the whole handle back while the object lives.
+    fn handle(&self, entry: Entry) -> Option<Handle> {
+        self.pool.handle_at(entry.index()).filter(|&h| entry.owns(h))
+    }
+
     fn stream_len(&self, entry: Entry) -> usize {
-        self.pool.len(entry.handle()).unwrap_or(0)
+        self.handle(entry).and_then(|h| self.pool.len(h).ok()).unwrap_or(0)
     }
 
     /// Adds (or subtracts) an entry's share of the counters.
@@ -287,8 +293,8 @@ impl<S: PageSource> Shelf<S> {
         match entry.kind() {
             Some(Kind::Stream | Kind::Huge) => {
                 // The handle came from this pool and is freed only here.
-                let freed = self.pool.free(entry.handle());
-                debug_assert!(freed.is_ok());
+                let freed = self.handle(entry).map(|h| self.pool.free(h));
+                debug_assert!(matches!(freed, Some(Ok(()))));
                 None
             }
             Some(Kind::BackedStream | Kind::BackedPage) => Some(entry.backing_slot()),
@@ -302,21 +308,21 @@ impl<S: PageSource> Shelf<S> {
             Kind::Stream => Stored::Compressed {
                 codec: entry.codec(),
                 variant: entry.variant(),
-                bytes: self.pool.get(entry.handle()).ok()?,
+                bytes: self.pool.get(self.handle(entry)?).ok()?,
             },
-            Kind::Huge => Stored::Huge(self.pool.get(entry.handle()).ok()?),
+            Kind::Huge => Stored::Huge(self.pool.get(self.handle(entry)?).ok()?),
             Kind::BackedStream | Kind::BackedPage => Stored::Backed(entry),
         })
     }
 
     /// The page under `key`, clearing its idle mark and stamping its access time.
     pub(crate) fn get_touch(&mut self, key: u64, now: Option<u64>) -> Option<Stored<'_>> {
-        let entry = self.map.get_mut(key)?;
-        entry.set_idle(false);
-        if let Some(t) = now {
-            entry.set_time(t);
-        }
-        let entry = *entry;
+        let entry = self.map.update(key, |entry| {
+            entry.set_idle(false);
+            if let Some(t) = now {
+                entry.set_time(t);
+            }
+        })?;
         self.stored(entry)
     }
 
@@ -444,9 +450,7 @@ impl<S: PageSource> Shelf<S> {
                 ops.bytes_saved += (old_len - n) as u64;
             }
             _ => {
-                if let Some(e) = self.map.get_mut(key) {
-                    e.set_incompressible();
-                }
+                self.map.update(key, Entry::set_incompressible);
             }
         }
     }
@@ -524,8 +528,8 @@ impl<S: PageSource> Shelf<S> {
         };
         let slot = tier.alloc_slot()?;
         match tier.write(key, slot, bytes) {
-            Ok(sum) => {
-                let new = Entry::backed(slot, sum, bytes.len(), raw, codec, variant).carrying(old);
+            Ok(()) => {
+                let new = Entry::backed(slot, bytes.len(), raw, codec, variant).carrying(old);
                 Ok(Some(Pending { key, old, new }))
             }
             Err(e) => {
@@ -546,7 +550,7 @@ impl<S: PageSource> Shelf<S> {
         if error.is_none() && tier.config.verify {
             for p in pending.iter() {
                 let e = p.new;
-                if let Err(err) = tier.read(p.key, e.backing_slot(), e.sum(), e.len()) {
+                if let Err(err) = tier.read(p.key, e.backing_slot(), e.len()) {
                     error = Some(err);
                     break;
                 }

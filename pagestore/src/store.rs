@@ -38,8 +38,9 @@ pub struct StoreConfig {
     /// statistics. Default: off, as zram: two fenced clock reads per call cost a few
     /// percent of a fast codec's time (docs/perf/pagestore.md).
     pub timing: bool,
-    /// Keys below this are kept in a flat table of 16 bytes per key allocated when the store
-    /// is made, as zram's table is for its disk size; other keys in a B-tree (about 50 bytes
+    /// Keys below this are kept in a flat table of 8 bytes per key (12 with a
+    /// [`clock`](Self::clock)) allocated when the store is made, as zram's table is for its
+    /// disk size; other keys in a B-tree (about 50 bytes
     /// per stored key). `PageStore` only: a `ShardedStore` spreads keys over its shards.
     /// Default: 0 (every key in the B-tree).
     pub dense_keys: usize,
@@ -49,8 +50,9 @@ pub struct StoreConfig {
 }
 
 /// A caller-supplied clock for last-access times: any monotonic count (seconds or
-/// milliseconds suit best). Each entry keeps the clock's low 35 bits, so ages are measured
-/// modulo 2^35 ticks (over a thousand years of seconds, a year of milliseconds).
+/// milliseconds suit best). Each entry keeps the clock's low 32 bits, so ages are measured
+/// modulo 2^32 ticks (136 years of seconds, 49 days of milliseconds). With a clock, a store
+/// with dense keys keeps 4 more bytes per key (zram's `ac_time` costs its entry 8).
 ///
 /// ```
 /// use std::sync::atomic::{AtomicU64, Ordering};
@@ -190,8 +192,7 @@ pub(crate) fn restore(
         Stored::Compressed { codec, variant, bytes } => (codec, variant, bytes),
         Stored::Backed(entry) => {
             let tier = tier.ok_or(LoadError::Backing(BackingError::Unsupported))?;
-            let bytes =
-                tier.read(key, entry.backing_slot(), entry.sum(), entry.len()).map_err(LoadError::Backing)?;
+            let bytes = tier.read(key, entry.backing_slot(), entry.len()).map_err(LoadError::Backing)?;
             if entry.kind() == Some(Kind::BackedPage) {
                 if bytes.len() != PAGE_SIZE {
                     return Err(LoadError::Corrupt(DecompressError::corrupt(
@@ -298,7 +299,7 @@ impl<C: EntryCodec, S: PageSource> PageStore<C, S> {
         PageStore {
             codec,
             config,
-            shelf: Shelf::new(source, budget, config.dense_keys),
+            shelf: Shelf::new(source, budget, config.dense_keys, config.clock.is_some()),
             ops: OpRecorder::new(),
             scratch: Box::new([0; PAGE_SIZE]),
             secondary: [None, None, None],

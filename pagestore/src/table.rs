@@ -1,4 +1,4 @@
-//! Entries (16 bytes, bit-packed) and the key table.
+//! Entries and the key table: 8 bytes per dense key, as zram's handle alone.
 
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
@@ -20,22 +20,19 @@ pub(crate) enum Kind {
     BackedPage,
 }
 
-/// One stored page in two words.
+/// One stored page, unpacked (the flat table keeps it in 8 bytes, see [`Table`]).
 ///
-/// `word`: the same-fill value, the pool handle's bits, or for backed entries the backing
-/// slot (low 32 bits) and the slot's checksum (high 32 bits).
+/// `word`: the same-fill value; for pool entries the handle's slot index (low 32 bits) and
+/// the low 16 bits of its generation; for backed entries the backing slot.
 ///
 /// `meta`: bits 0-2 kind (0 = vacant), 3-4 codec slot, 5 idle, 6 incompressible (a
-/// secondary codec could not shrink it), 8-15 codec variant, 16-28 backed length, 29-63
-/// last access time (the clock's low 35 bits).
+/// secondary codec could not shrink it), 8-15 codec variant, 16-28 backed length, 32-63
+/// last access time (the clock's low 32 bits).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Entry {
     word: u64,
     meta: u64,
 }
-
-// The flat table's promise: 16 bytes per key, as zram's table entry.
-const _: () = assert!(core::mem::size_of::<Entry>() == 16);
 
 const KIND_MASK: u64 = 0b111;
 const SAME: u64 = 1;
@@ -49,13 +46,16 @@ const INCOMPRESSIBLE: u64 = 1 << 6;
 const VARIANT_SHIFT: u32 = 8;
 const LEN_SHIFT: u32 = 16;
 const LEN_MASK: u64 = 0x1FFF;
-const TIME_SHIFT: u32 = 29;
+const TIME_SHIFT: u32 = 32;
 /// Bits of the access time kept per entry.
-pub(crate) const TIME_BITS: u32 = 35;
+pub(crate) const TIME_BITS: u32 = 32;
 /// Mask of the access time kept per entry.
 pub(crate) const TIME_MASK: u64 = (1 << TIME_BITS) - 1;
 /// The bits that survive a change of place (recompression, writeback).
 const CARRIED: u64 = IDLE | INCOMPRESSIBLE | (TIME_MASK << TIME_SHIFT);
+/// Bits of a handle's generation an entry keeps, to catch a store bug that would reach a
+/// reused slot (the pool gives the full handle back from the index).
+const GEN_BITS: u32 = 16;
 
 impl Entry {
     pub(crate) const VACANT: Entry = Entry { word: 0, meta: 0 };
@@ -64,23 +64,30 @@ impl Entry {
         Entry { word: value, meta: SAME }
     }
 
+    fn object(handle: Handle, meta: u64) -> Entry {
+        let generation = (handle.to_bits() >> 32) & ((1 << GEN_BITS) - 1);
+        Entry { word: u64::from(handle.index()) | generation << 32, meta }
+    }
+
     pub(crate) fn stream(handle: Handle, codec: u8, variant: u8) -> Entry {
-        let meta = STREAM | u64::from(codec & 3) << SLOT_SHIFT | u64::from(variant) << VARIANT_SHIFT;
-        Entry { word: handle.to_bits(), meta }
+        Entry::object(
+            handle,
+            STREAM | u64::from(codec & 3) << SLOT_SHIFT | u64::from(variant) << VARIANT_SHIFT,
+        )
     }
 
     pub(crate) fn huge(handle: Handle) -> Entry {
-        Entry { word: handle.to_bits(), meta: HUGE }
+        Entry::object(handle, HUGE)
     }
 
     /// A backed entry; `len` is at most 4096 (13 bits).
-    pub(crate) fn backed(slot: u32, sum: u32, len: usize, raw: bool, codec: u8, variant: u8) -> Entry {
+    pub(crate) fn backed(slot: u32, len: usize, raw: bool, codec: u8, variant: u8) -> Entry {
         let kind = if raw { BACKED_PAGE } else { BACKED_STREAM };
         let meta = kind
             | u64::from(codec & 3) << SLOT_SHIFT
             | u64::from(variant) << VARIANT_SHIFT
             | (len as u64 & LEN_MASK) << LEN_SHIFT;
-        Entry { word: u64::from(sum) << 32 | u64::from(slot), meta }
+        Entry { word: u64::from(slot), meta }
     }
 
     /// `self` with `from`'s idle mark, incompressible mark and access time.
@@ -107,8 +114,14 @@ impl Entry {
         self.word
     }
 
-    pub(crate) fn handle(self) -> Handle {
-        Handle::from_bits(self.word)
+    /// The pool slot index of a stream or huge entry.
+    pub(crate) fn index(self) -> u32 {
+        self.word as u32
+    }
+
+    /// Whether `handle` (the pool's handle at [`index`](Self::index)) is this entry's.
+    pub(crate) fn owns(self, handle: Handle) -> bool {
+        Entry::object(handle, self.meta).word == self.word
     }
 
     pub(crate) fn codec(self) -> u8 {
@@ -121,10 +134,6 @@ impl Entry {
 
     pub(crate) fn backing_slot(self) -> u32 {
         self.word as u32
-    }
-
-    pub(crate) fn sum(self) -> u32 {
-        (self.word >> 32) as u32
     }
 
     pub(crate) fn len(self) -> usize {
@@ -160,65 +169,177 @@ impl Entry {
     }
 }
 
-/// The key table: keys below the dense capacity in a flat array allocated up front, as
-/// zram's table (16 bytes per key, one index, no node overhead); any other key in a B-tree.
+/// An entry packed in 8 bytes for the flat table; access times live beside it, in a column
+/// that exists only when the store has a clock.
+///
+/// Bits 0-15 are the entry's `meta` bits 0-15 (kind, codec slot, marks, variant). Above them:
+/// pool entries, the slot index (16-47) and 16 generation bits (48-63); backed entries, the
+/// backing slot (16-47) and the length (48-60); same-filled entries reuse bits 3-4 as the
+/// value's form and keep 56 bits of it in 8-63:
+/// - form 0, values whose top byte repeats the byte below it (0, all ones, a repeated byte,
+///   any small signed number): the low 56 bits;
+/// - form 1, values whose halves are equal (a repeated u32 or u16): the low 32 bits;
+/// - form 2, any other value: kept in the table's side map, by key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Packed(u64);
+
+const FORM_SHIFT: u32 = 3;
+const FORM_MASK: u64 = 0b11 << FORM_SHIFT;
+const FORM_BYTE: u64 = 0;
+const FORM_HALVES: u64 = 1;
+const FORM_FAR: u64 = 2;
+const LOW16: u64 = 0xFFFF;
+const PACKED_LEN_SHIFT: u32 = 48;
+
+impl Packed {
+    const VACANT: Packed = Packed(0);
+
+    /// The packed entry and, for a same-filled value of form 2, the value to keep aside.
+    fn pack(e: Entry) -> (Packed, Option<u64>) {
+        let low = e.meta & LOW16;
+        match e.meta & KIND_MASK {
+            SAME => {
+                let v = e.word;
+                let low = low & !FORM_MASK;
+                if v >> 56 == v >> 48 & 0xFF {
+                    (Packed(low | FORM_BYTE << FORM_SHIFT | v << 8), None)
+                } else if v >> 32 == v & 0xFFFF_FFFF {
+                    (Packed(low | FORM_HALVES << FORM_SHIFT | (v & 0xFFFF_FFFF) << 8), None)
+                } else {
+                    (Packed(low | FORM_FAR << FORM_SHIFT), Some(v))
+                }
+            }
+            BACKED_STREAM | BACKED_PAGE => {
+                (Packed(low | (e.word & 0xFFFF_FFFF) << 16 | (e.len() as u64) << PACKED_LEN_SHIFT), None)
+            }
+            _ => (Packed(low | e.word << 16), None),
+        }
+    }
+
+    fn is_far(self) -> bool {
+        self.0 & KIND_MASK == SAME && self.0 & FORM_MASK == FORM_FAR << FORM_SHIFT
+    }
+
+    /// The entry, given the side value of a form-2 same-filled entry and the access time.
+    fn unpack(self, far: impl FnOnce() -> u64, time: u32) -> Entry {
+        let p = self.0;
+        let time = u64::from(time) << TIME_SHIFT;
+        match p & KIND_MASK {
+            SAME => {
+                let word = match p >> FORM_SHIFT & 0b11 {
+                    FORM_BYTE => p >> 8 | (p >> 56) << 56,
+                    FORM_HALVES => (p >> 8 & 0xFFFF_FFFF) * 0x1_0000_0001,
+                    _ => far(),
+                };
+                Entry { word, meta: p & 0xFF & !FORM_MASK | time }
+            }
+            BACKED_STREAM | BACKED_PAGE => Entry {
+                word: p >> 16 & 0xFFFF_FFFF,
+                meta: p & LOW16 | (p >> PACKED_LEN_SHIFT & LEN_MASK) << LEN_SHIFT | time,
+            },
+            _ => Entry { word: p >> 16, meta: p & LOW16 | time },
+        }
+    }
+}
+
+const _: () = assert!(core::mem::size_of::<Packed>() == 8);
+
+/// The key table: keys below the dense capacity in a flat array of 8-byte packed entries
+/// allocated up front, as zram's table (one index, no node overhead); any other key in a
+/// B-tree of whole entries.
 #[derive(Debug, Default)]
 pub(crate) struct Table {
-    dense: Vec<Entry>,
+    dense: Vec<Packed>,
+    /// Access times of dense keys (the clock's low 32 bits); empty without a clock.
+    times: Vec<u32>,
+    /// Same-fill values of dense keys that do not fit a packed entry (form 2).
+    far: BTreeMap<u64, u64>,
     sparse: BTreeMap<u64, Entry>,
     dense_len: usize,
 }
 
 impl Table {
-    pub(crate) fn with_dense(keys: usize) -> Self {
-        Table { dense: alloc::vec![Entry::VACANT; keys], sparse: BTreeMap::new(), dense_len: 0 }
+    /// A table with `keys` dense keys, keeping access times if `timed`.
+    pub(crate) fn with_dense(keys: usize, timed: bool) -> Self {
+        Table {
+            dense: alloc::vec![Packed::VACANT; keys],
+            times: if timed { alloc::vec![0; keys] } else { Vec::new() },
+            far: BTreeMap::new(),
+            sparse: BTreeMap::new(),
+            dense_len: 0,
+        }
     }
 
     fn dense_index(&self, key: u64) -> Option<usize> {
         usize::try_from(key).ok().filter(|&k| k < self.dense.len())
     }
 
+    fn read(&self, k: usize) -> Option<Entry> {
+        let p = self.dense[k];
+        if p == Packed::VACANT {
+            return None;
+        }
+        let time = self.times.get(k).copied().unwrap_or(0);
+        Some(p.unpack(|| self.far.get(&(k as u64)).copied().unwrap_or(0), time))
+    }
+
+    /// Writes `entry` (vacant or not) at dense index `k`, returning what was there.
+    fn write(&mut self, k: usize, entry: Entry) -> Option<Entry> {
+        let old = self.read(k);
+        if self.dense[k].is_far() {
+            self.far.remove(&(k as u64));
+        }
+        let (packed, far) = if entry.is_vacant() { (Packed::VACANT, None) } else { Packed::pack(entry) };
+        self.dense[k] = packed;
+        if let Some(v) = far {
+            self.far.insert(k as u64, v);
+        }
+        if let Some(t) = self.times.get_mut(k) {
+            *t = entry.time() as u32;
+        }
+        match (old.is_some(), entry.is_vacant()) {
+            (false, false) => self.dense_len += 1,
+            (true, true) => self.dense_len -= 1,
+            _ => {}
+        }
+        old
+    }
+
     /// Puts `entry` (not vacant) under `key`, returning the entry it replaces.
     pub(crate) fn insert(&mut self, key: u64, entry: Entry) -> Option<Entry> {
         match self.dense_index(key) {
-            Some(k) => {
-                let old = core::mem::replace(&mut self.dense[k], entry);
-                if old.is_vacant() {
-                    self.dense_len += 1;
-                    None
-                } else {
-                    Some(old)
-                }
-            }
+            Some(k) => self.write(k, entry),
             None => self.sparse.insert(key, entry),
         }
     }
 
     pub(crate) fn get(&self, key: u64) -> Option<Entry> {
         match self.dense_index(key) {
-            Some(k) => Some(self.dense[k]).filter(|e| !e.is_vacant()),
+            Some(k) => self.read(k),
             None => self.sparse.get(&key).copied(),
         }
     }
 
-    pub(crate) fn get_mut(&mut self, key: u64) -> Option<&mut Entry> {
+    /// Changes the entry under `key` with `f`, returning it as changed.
+    pub(crate) fn update(&mut self, key: u64, f: impl FnOnce(&mut Entry)) -> Option<Entry> {
         match self.dense_index(key) {
-            Some(k) => Some(&mut self.dense[k]).filter(|e| !e.is_vacant()),
-            None => self.sparse.get_mut(&key),
+            Some(k) => {
+                let mut e = self.read(k)?;
+                f(&mut e);
+                self.write(k, e);
+                Some(e)
+            }
+            None => {
+                let e = self.sparse.get_mut(&key)?;
+                f(e);
+                Some(*e)
+            }
         }
     }
 
     pub(crate) fn remove(&mut self, key: u64) -> Option<Entry> {
         match self.dense_index(key) {
-            Some(k) => {
-                let old = core::mem::replace(&mut self.dense[k], Entry::VACANT);
-                if old.is_vacant() {
-                    None
-                } else {
-                    self.dense_len -= 1;
-                    Some(old)
-                }
-            }
+            Some(k) => self.write(k, Entry::VACANT),
             None => self.sparse.remove(&key),
         }
     }
@@ -230,7 +351,7 @@ impl Table {
     /// The smallest stored key `>= from`.
     pub(crate) fn next_key(&self, from: u64) -> Option<u64> {
         if let Some(start) = self.dense_index(from) {
-            if let Some(i) = self.dense[start..].iter().position(|e| !e.is_vacant()) {
+            if let Some(i) = self.dense[start..].iter().position(|&p| p != Packed::VACANT) {
                 return Some((start + i) as u64);
             }
         }
@@ -240,7 +361,11 @@ impl Table {
 
     /// Calls `f` on every stored entry.
     pub(crate) fn for_each_mut(&mut self, mut f: impl FnMut(&mut Entry)) {
-        self.dense.iter_mut().filter(|e| !e.is_vacant()).for_each(&mut f);
+        for k in 0..self.dense.len() {
+            if self.dense[k] != Packed::VACANT {
+                self.update(k as u64, &mut f);
+            }
+        }
         self.sparse.values_mut().for_each(f);
     }
 }
@@ -251,14 +376,11 @@ mod tests {
 
     #[test]
     fn fields_round_trip() {
-        let mut e = Entry::backed(u32::MAX, 0xDEAD_BEEF, 4096, false, 3, 0xFF);
+        let mut e = Entry::backed(u32::MAX, 4096, false, 3, 0xFF);
         e.set_time(u64::MAX);
         e.set_idle(true);
         e.set_incompressible();
-        assert_eq!(
-            (e.kind(), e.backing_slot(), e.sum(), e.len()),
-            (Some(Kind::BackedStream), u32::MAX, 0xDEAD_BEEF, 4096)
-        );
+        assert_eq!((e.kind(), e.backing_slot(), e.len()), (Some(Kind::BackedStream), u32::MAX, 4096));
         assert_eq!(
             (e.codec(), e.variant(), e.time(), e.idle(), e.incompressible()),
             (3, 0xFF, TIME_MASK, true, true)
@@ -272,9 +394,111 @@ mod tests {
         assert!(!e.idle() && e.incompressible());
     }
 
+    /// Entries of every kind, with every mark, and same-fill values of every form.
+    fn entries() -> Vec<Entry> {
+        let handle =
+            |index: u32, generation: u32| Handle::from_bits(u64::from(generation) << 32 | u64::from(index));
+        let mut out = Vec::new();
+        for v in [
+            0,
+            u64::MAX,
+            7,
+            0xFFFF_FFFF_FFFF_FF80,
+            0x0101_0101_0101_0101,
+            0xABCD_ABCD_ABCD_ABCD,
+            0x3F80_0000_3F80_0000,
+            0x8000_0000_0000_0000,
+            0x0123_4567_89AB_CDEF,
+            0x00FF_0000_0000_0000,
+        ] {
+            out.push(Entry::same(v));
+        }
+        for (i, g) in [(0, 1), (u32::MAX, u32::MAX), (12345, 0xABCD_1234)] {
+            out.push(Entry::stream(handle(i, g), 3, 0xFF));
+            out.push(Entry::stream(handle(i, g), 1, 0));
+            out.push(Entry::huge(handle(i, g)));
+        }
+        for (slot, len, raw) in [(0, 1, false), (u32::MAX, 4096, true), (77, 3000, false)] {
+            out.push(Entry::backed(slot, len, raw, 2, 9));
+        }
+        let mut marked = Vec::new();
+        for e in &out {
+            for (idle, incompressible, time) in [(false, false, 0), (true, false, 5), (true, true, TIME_MASK)]
+            {
+                let mut m = *e;
+                m.set_idle(idle);
+                if incompressible {
+                    m.set_incompressible();
+                }
+                m.set_time(time);
+                marked.push(m);
+            }
+        }
+        marked
+    }
+
+    #[test]
+    fn dense_entries_come_back_whole() {
+        let all = entries();
+        for timed in [false, true] {
+            let mut t = Table::with_dense(all.len(), timed);
+            for (k, e) in all.iter().enumerate() {
+                assert_eq!(t.insert(k as u64, *e), None);
+            }
+            assert_eq!(t.len(), all.len());
+            for (k, e) in all.iter().enumerate() {
+                let mut want = *e;
+                if !timed {
+                    want.set_time(0);
+                }
+                assert_eq!(t.get(k as u64), Some(want), "key {k}, timed {timed}");
+            }
+            // Only the value that fits no packed form goes aside; replacing or removing
+            // entries clears it.
+            assert_eq!(t.far.len(), 3 * 3, "0x8000.., 0x0123.. and 0x00FF.., three marks each");
+            for (k, e) in all.iter().enumerate() {
+                let old = t.insert(k as u64, Entry::same(0)).unwrap();
+                assert_eq!(old.value(), e.value());
+            }
+            assert!(t.far.is_empty());
+            for k in 0..all.len() {
+                assert_eq!(t.remove(k as u64), Some(Entry::same(0)));
+            }
+            assert_eq!((t.len(), t.get(0)), (0, None));
+        }
+    }
+
+    #[test]
+    fn entries_own_their_handles_only() {
+        let h = Handle::from_bits(0x1234_5678_0000_0009);
+        let e = Entry::stream(h, 0, 0);
+        assert_eq!(e.index(), 9);
+        assert!(e.owns(h));
+        assert!(!e.owns(Handle::from_bits(0x1234_5679_0000_0009)), "another generation");
+        assert!(!e.owns(Handle::from_bits(0x1234_5678_0000_0008)), "another slot");
+    }
+
+    #[test]
+    fn update_and_for_each_change_entries_in_place() {
+        let mut t = Table::with_dense(4, true);
+        for k in [1u64, 3, 9] {
+            t.insert(k, Entry::same(0x0123_4567_89AB_CDEF));
+        }
+        let e = t.update(3, |e| e.set_time(42)).unwrap();
+        assert_eq!((e.time(), e.value()), (42, 0x0123_4567_89AB_CDEF));
+        assert_eq!(t.update(2, |e| e.set_idle(true)), None);
+        t.for_each_mut(|e| e.set_idle(true));
+        for k in [1u64, 3, 9] {
+            let e = t.get(k).unwrap();
+            assert!(e.idle(), "key {k}");
+            assert_eq!(e.value(), 0x0123_4567_89AB_CDEF);
+        }
+        assert_eq!(t.get(3).unwrap().time(), 42);
+    }
+
     #[test]
     fn next_key_walks_dense_then_sparse() {
-        let mut t = Table::with_dense(4);
+        let mut t = Table::with_dense(4, false);
         for k in [1u64, 3, 4, 9] {
             t.insert(k, Entry::same(k));
         }

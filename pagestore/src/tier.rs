@@ -168,6 +168,9 @@ pub(crate) struct Tier {
     capacity: u64,
     next: u64,
     free: Vec<u32>,
+    /// The checksum of what each slot holds, by slot (kept here rather than in the entries,
+    /// which are 8 bytes).
+    sums: Vec<u32>,
     buf: Box<Block>,
     pub(crate) stat: BdStat,
 }
@@ -182,6 +185,7 @@ impl Tier {
             capacity,
             next: 0,
             free: Vec::new(),
+            sums: Vec::new(),
             buf: Box::new(Block([0; SLOT_SIZE])),
             stat: BdStat { capacity, ..BdStat::default() },
         }
@@ -210,8 +214,8 @@ impl Tier {
         self.stat.slots_used -= 1;
     }
 
-    /// Writes `bytes` (at most a slot) to `slot` for `key`, returning their checksum.
-    pub(crate) fn write(&mut self, key: u64, slot: u32, bytes: &[u8]) -> Result<u32, BackingError> {
+    /// Writes `bytes` (at most a slot) to `slot` for `key`, keeping their checksum.
+    pub(crate) fn write(&mut self, key: u64, slot: u32, bytes: &[u8]) -> Result<(), BackingError> {
         let len = bytes.len().min(SLOT_SIZE);
         self.buf.0[..len].copy_from_slice(&bytes[..len]);
         self.buf.0[len..].fill(0);
@@ -220,7 +224,12 @@ impl Tier {
             Ok(()) => {
                 self.stat.writes += 1;
                 self.stat.slots_high = self.stat.slots_high.max(u64::from(slot) + 1);
-                Ok(sum)
+                let i = slot as usize;
+                if i >= self.sums.len() {
+                    self.sums.resize(i + 1, 0);
+                }
+                self.sums[i] = sum;
+                Ok(())
             }
             Err(e) => {
                 self.stat.write_failures += 1;
@@ -233,8 +242,10 @@ impl Tier {
         self.backing.flush().inspect_err(|_| self.stat.write_failures += 1)
     }
 
-    /// Reads `slot` for `key` and checks it against `len` and `sum`.
-    pub(crate) fn read(&mut self, key: u64, slot: u32, sum: u32, len: usize) -> Result<&[u8], BackingError> {
+    /// Reads `slot` for `key` and checks its first `len` bytes against the checksum kept
+    /// when it was written.
+    pub(crate) fn read(&mut self, key: u64, slot: u32, len: usize) -> Result<&[u8], BackingError> {
+        let sum = self.sums.get(slot as usize).copied().unwrap_or(0);
         if let Err(e) = self.backing.read(u64::from(slot), &mut self.buf.0) {
             self.stat.read_failures += 1;
             return Err(e);

@@ -80,7 +80,18 @@ pub fn mixed_page(kind: u8, seed: u64) -> Page {
     let mut rng = pagecodec::testing::Rng::new(seed);
     let mut page = Page::zeroed();
     match kind % 6 {
-        0 => page = Page::filled((seed % 3) as u8 * 0x55),
+        // Same-filled with a repeated byte, a repeated u32, or any u64: the key table keeps
+        // the first two in the entry and the last beside it.
+        0 => {
+            let value = match seed % 5 {
+                0..=2 => (seed % 3) * 0x5555_5555_5555_5555,
+                3 => (rng.next_u64() & 0xFFFF_FFFF) * 0x1_0000_0001,
+                _ => rng.next_u64(),
+            };
+            for word in page.as_bytes_mut().chunks_exact_mut(8) {
+                word.copy_from_slice(&value.to_le_bytes());
+            }
+        }
         1 => {
             let n = rng.below(PAGE_SIZE as u64) as usize + 1;
             rng.fill(&mut page.as_bytes_mut()[..n]);
