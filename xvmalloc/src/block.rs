@@ -7,7 +7,8 @@
 //! |---|---|
 //! | 0..15 | block size in units (header included) |
 //! | 15..28 | allocated block: the object's length in bytes; free block: zero |
-//! | 28..30 | zero |
+//! | 28 | DIRECT: an allocated block without a slot, named by its address |
+//! | 29 | zero |
 //! | 30 | PREV_FREE: the physically previous block is free |
 //! | 31 | FREE |
 //!
@@ -38,6 +39,7 @@ const LEN_SHIFT: u32 = 15;
 /// 13 bits: lengths up to 8191 bytes, more than [`MAX_ALLOC`](crate::MAX_ALLOC).
 const LEN_MASK: u32 = (1 << 13) - 1;
 const _: () = assert!(crate::MAX_ALLOC as u32 <= LEN_MASK);
+const DIRECT_BIT: u32 = 1 << 28;
 const PREV_FREE_BIT: u32 = 1 << 30;
 const FREE_BIT: u32 = 1 << 31;
 
@@ -75,6 +77,16 @@ impl Header {
     pub(crate) const fn is_free(self) -> bool {
         self.0 & FREE_BIT != 0
     }
+    /// The same allocated block, marked as a direct object (no slot).
+    #[inline]
+    pub(crate) const fn direct(self) -> Self {
+        Header(self.0 | DIRECT_BIT)
+    }
+    /// Whether this allocated block is a direct object (no slot).
+    #[inline]
+    pub(crate) const fn is_direct(self) -> bool {
+        self.0 & DIRECT_BIT != 0
+    }
     /// The object's length in bytes (allocated blocks; 0 in free ones).
     #[inline]
     pub(crate) const fn len(self) -> u32 {
@@ -93,11 +105,11 @@ impl Header {
     /// cleared.
     #[inline]
     pub(crate) const fn marked_free(self) -> Self {
-        Header(self.0 & !(LEN_MASK << LEN_SHIFT) | FREE_BIT)
+        Header(self.0 & !(LEN_MASK << LEN_SHIFT | DIRECT_BIT) | FREE_BIT)
     }
-    /// Bits 28..30, which the pool always leaves zero.
+    /// Bit 29, which the pool always leaves zero.
     pub(crate) const fn reserved_bits(self) -> u32 {
-        self.0 & !(SIZE_MASK | LEN_MASK << LEN_SHIFT | PREV_FREE_BIT | FREE_BIT)
+        self.0 & !(SIZE_MASK | LEN_MASK << LEN_SHIFT | DIRECT_BIT | PREV_FREE_BIT | FREE_BIT)
     }
     #[inline]
     pub(crate) const fn bits(self) -> u32 {

@@ -12,7 +12,7 @@ impl<S: PageSource> Pool<S> {
     /// header bits; free blocks end with their size (the footer); no two free blocks are
     /// adjacent; every free block is listed exactly once, in its class, with consistent links
     /// and bitmap bits; every live slot points at the start of an allocated block of the right
-    /// size and each allocated block has exactly one slot; per-chunk and pool counters match.
+    /// size and each allocated block but the direct ones has exactly one slot; per-chunk and pool counters match.
     /// Meant for tests: it never changes the pool.
     ///
     /// # Errors
@@ -25,6 +25,7 @@ impl<S: PageSource> Pool<S> {
         // owner[addr] would be large; instead count allocated blocks and match them to slots.
         let mut allocated_blocks = 0u64;
         let mut allocated_units = 0u64;
+        let (mut direct_blocks, mut direct_payload) = (0u64, 0u64);
         for (id, chunk) in self.chunks.iter().enumerate() {
             if chunk.is_none() {
                 continue;
@@ -42,10 +43,18 @@ impl<S: PageSource> Pool<S> {
                     return Err("PREV_FREE flag wrong");
                 }
                 if h.reserved_bits() != 0 {
-                    return Err("header bits 28..30 not zero");
+                    return Err("header bit 29 not zero");
                 }
-                if h.is_free() && h.len() != 0 {
-                    return Err("free block with a length");
+                if h.is_free() && (h.len() != 0 || h.is_direct()) {
+                    return Err("free block with a length or the DIRECT flag");
+                }
+                if !h.is_free() && h.is_direct() {
+                    let want = units_for(h.len() as usize);
+                    if h.len() == 0 || h.size() < want || h.size() > want + 1 {
+                        return Err("direct object's length does not fit its block");
+                    }
+                    direct_blocks += 1;
+                    direct_payload += u64::from(h.len());
                 }
                 if h.is_free() {
                     if prev_free {
@@ -123,7 +132,7 @@ impl<S: PageSource> Pool<S> {
             let h = self.header(slot.addr);
             payload += u64::from(h.len());
             let want = units_for(h.len() as usize);
-            if h.len() == 0 || h.is_free() || h.size() < want || h.size() > want + 1 {
+            if h.len() == 0 || h.is_free() || h.is_direct() || h.size() < want || h.size() > want + 1 {
                 return Err("slot does not point at a fitting allocated block");
             }
         }
@@ -137,10 +146,12 @@ impl<S: PageSource> Pool<S> {
         if addrs.windows(2).any(|w| w[0] == w[1]) {
             return Err("two slots share a block");
         }
-        if live != allocated_blocks || live != self.counters.objects {
+        if live + direct_blocks != allocated_blocks || allocated_blocks != self.counters.objects {
             return Err("object count wrong");
         }
-        if payload != self.counters.payload || allocated_units != self.counters.allocated_units {
+        if payload + direct_payload != self.counters.payload
+            || allocated_units != self.counters.allocated_units
+        {
             return Err("byte counters wrong");
         }
         // Free-slot chain.

@@ -21,7 +21,7 @@ use alloc::vec::Vec;
 
 use crate::block::{HEADER, Header, NIL, UNIT};
 use crate::pool::Pool;
-use crate::{CompactReport, MAX_ALLOC, PageSource};
+use crate::{Addr, CompactReport, MAX_ALLOC, PageSource};
 
 const MAX_ROUNDS: usize = 16;
 
@@ -48,10 +48,44 @@ impl<S: PageSource> Pool<S> {
     /// }
     /// ```
     pub fn compact(&mut self) -> CompactReport {
+        self.compact_inner(None)
+    }
+
+    /// [`compact`](Self::compact) that also moves direct objects
+    /// ([`alloc_direct`](Self::alloc_direct)), calling `moved(from, to)` for each move, in
+    /// order, meaning "the object now at `from` is at `to`", so that their owner can update
+    /// its addresses (an object may move twice, and an address may be reused by a later
+    /// move). [`compact`](Self::compact) leaves chunks holding direct objects as they are.
+    ///
+    /// ```
+    /// use xvmalloc::{Addr, HeapSource, Pool};
+    ///
+    /// let mut pool = Pool::new(HeapSource::new());
+    /// let addrs: Vec<Addr> = (0..64u8).map(|i| pool.alloc_direct(&[i; 1000]).unwrap()).collect();
+    /// for a in addrs.iter().skip(1).step_by(2) {
+    ///     pool.free_direct(*a).unwrap();
+    /// }
+    /// // The owner's table: (address, contents).
+    /// let mut kept: Vec<(Addr, u8)> = (0..32).map(|i| (addrs[2 * i], 2 * i as u8)).collect();
+    /// let report = pool.compact_with(&mut |from, to| {
+    ///     // Moves come in order: the object now at `from` is at `to`.
+    ///     let entry = kept.iter_mut().find(|(a, _)| *a == from).unwrap();
+    ///     entry.0 = to;
+    /// });
+    /// assert!(report.chunks_released > 0);
+    /// for (a, byte) in &kept {
+    ///     assert_eq!(pool.get_direct(*a).unwrap(), &[*byte; 1000][..]);
+    /// }
+    /// ```
+    pub fn compact_with(&mut self, moved: &mut dyn FnMut(Addr, Addr)) -> CompactReport {
+        self.compact_inner(Some(moved))
+    }
+
+    fn compact_inner(&mut self, mut moved: Option<&mut dyn FnMut(Addr, Addr)>) -> CompactReport {
         let mut report = CompactReport::default();
-        self.slide_all(&mut report);
+        self.slide_all(&mut report, &mut moved);
         for _ in 0..MAX_ROUNDS {
-            let released = self.compact_round(&mut report);
+            let released = self.compact_round(&mut report, &mut moved);
             if released == 0 {
                 break;
             }
@@ -60,41 +94,69 @@ impl<S: PageSource> Pool<S> {
     }
 
     /// Slides the objects of every fragmented chunk to its start, leaving one free block
-    /// at its end: scattered holes become one block any object can use.
-    fn slide_all(&mut self, report: &mut CompactReport) {
-        // Live objects in address order, so each chunk's objects come together, in order.
-        let mut live: Vec<(u32, u32)> = Vec::with_capacity(self.counters.objects as usize);
+    /// at its end: scattered holes become one block any object can use. Without `moved`,
+    /// chunks holding direct objects stay as they are.
+    fn slide_all(&mut self, report: &mut CompactReport, moved: &mut Option<&mut dyn FnMut(Addr, Addr)>) {
+        // Live slots in address order: each chunk's slot-named objects come together, in
+        // the order a walk of the chunk meets them.
+        let mut live: Vec<(u32, u32)> = Vec::with_capacity(self.slots.len());
         for (index, slot) in self.slots.iter().enumerate() {
             if slot.is_live() {
                 live.push((slot.addr, index as u32));
             }
         }
         live.sort_unstable();
-        let mut rest = &live[..];
-        while let Some(&(first, _)) = rest.first() {
-            let id = first >> self.shift;
-            let n = rest.iter().take_while(|&&(addr, _)| addr >> self.shift == id).count();
-            let (objects, tail) = rest.split_at(n);
-            rest = tail;
-            if self.is_packed(id) {
+        // The chunk's allocated blocks: (address, units, length, direct).
+        let mut blocks: Vec<(u32, u32, u32, bool)> = Vec::new();
+        for id in 0..self.chunks.len() as u32 {
+            if self.chunks[id as usize].is_none() || self.is_packed(id) {
                 continue;
             }
-            self.unlink_chunk_free_blocks(id);
             let base = id << self.shift;
+            blocks.clear();
+            let mut off = 0;
+            while off < self.chunk_units {
+                let h = self.header(base + off);
+                if !h.is_free() {
+                    blocks.push((
+                        base + off,
+                        h.size().max(1),
+                        self.object_len(base + off) as u32,
+                        h.is_direct(),
+                    ));
+                }
+                off += h.size().max(1);
+            }
+            if moved.is_none() && blocks.iter().any(|b| b.3) {
+                continue;
+            }
+            let mut slots = live[live.partition_point(|&(a, _)| a < base)..].iter();
+            self.unlink_chunk_free_blocks(id);
             let mut to = 0u32;
-            for &(addr, index) in objects {
-                let size = self.header(addr).size();
-                let len = self.object_len(addr);
-                if addr != base + to {
+            for &(addr, size, len, direct) in &blocks {
+                let new = base + to;
+                if new + size > base + self.chunk_units {
+                    // Only a chunk rewritten behind the pool's back has blocks that overrun it.
+                    break;
+                }
+                if addr != new {
                     let from = self.byte_offset(addr);
                     let at = to as usize * UNIT;
+                    let len = len as usize;
                     self.buf_mut(addr).copy_within(from + HEADER..from + HEADER + len, at + HEADER);
-                    self.slots[index as usize].addr = base + to;
+                    if direct {
+                        if let Some(f) = moved.as_mut() {
+                            f(Addr(addr), Addr(new));
+                        }
+                    } else if let Some(&(_, index)) = slots.find(|&&(a, _)| a == addr) {
+                        self.slots[index as usize].addr = new;
+                    }
                     report.objects_moved += 1;
                     report.bytes_moved += len as u64;
                     self.counters.objects_moved += 1;
                 }
-                self.set_header(base + to, Header::allocated(size, len as u32));
+                let header = Header::allocated(size, len);
+                self.set_header(new, if direct { header.direct() } else { header });
                 to += size;
             }
             if to < self.chunk_units {
@@ -118,11 +180,20 @@ impl<S: PageSource> Pool<S> {
     }
 
     /// One round; returns the chunks it released.
-    fn compact_round(&mut self, report: &mut CompactReport) -> u64 {
+    fn compact_round(
+        &mut self,
+        report: &mut CompactReport,
+        moved: &mut Option<&mut dyn FnMut(Addr, Addr)>,
+    ) -> u64 {
         let mut held: Vec<(u32, u32)> = Vec::new();
         for id in 0..self.chunks.len() as u32 {
             if self.chunks[id as usize].is_some() {
-                held.push((self.chunk_usage(id).0, id));
+                let (used, _, direct) = self.chunk_usage(id);
+                // Without `moved`, a chunk holding direct objects can be neither emptied nor
+                // a target worth filling: leave it out.
+                if direct == 0 || moved.is_some() {
+                    held.push((used, id));
+                }
             }
         }
         if held.len() < 2 {
@@ -137,19 +208,29 @@ impl<S: PageSource> Pool<S> {
         let mut rank = alloc::vec![NIL; self.chunks.len()];
         // Live objects left in each victim, by rank.
         let mut left = Vec::with_capacity(victims);
+        // Objects to move: (victim rank, larger first, slot index or direct address, direct).
+        let mut moves: Vec<(u32, core::cmp::Reverse<u32>, u32, bool)> = Vec::new();
         for (r, &(_, id)) in held[..victims].iter().enumerate() {
             rank[id as usize] = r as u32;
             left.push(self.chunk_usage(id).1);
             self.unlink_chunk_free_blocks(id);
+            let base = id << self.shift;
+            let mut off = 0;
+            while off < self.chunk_units {
+                let h = self.header(base + off);
+                if !h.is_free() && h.is_direct() {
+                    let len = self.object_len(base + off) as u32;
+                    moves.push((r as u32, core::cmp::Reverse(len), base + off, true));
+                }
+                off += h.size().max(1);
+            }
         }
-        // Objects to move: (victim rank, larger first, slot index).
-        let mut moves: Vec<(u32, core::cmp::Reverse<u32>, u32)> = Vec::new();
         for (index, slot) in self.slots.iter().enumerate() {
             if slot.is_live() {
                 let r = rank[(slot.addr >> self.shift) as usize];
                 if r != NIL {
                     let len = self.object_len(slot.addr) as u32;
-                    moves.push((r, core::cmp::Reverse(len), index as u32));
+                    moves.push((r, core::cmp::Reverse(len), index as u32, false));
                 }
             }
         }
@@ -159,14 +240,23 @@ impl<S: PageSource> Pool<S> {
         // A victim whose object finds no room keeps the rest of its objects (larger ones
         // come first, so little is moved in vain); the next victims still get their turn.
         let mut stuck = NIL;
-        for &(r, _, index) in &moves {
+        for &(r, _, name, direct) in &moves {
             if r == stuck {
                 continue;
             }
-            if self.move_object(index, &mut scratch, report) {
-                left[r as usize] -= 1;
-            } else {
-                stuck = r;
+            let from = if direct { name } else { self.slots[name as usize].addr };
+            match self.move_block(from, direct, &mut scratch, report) {
+                Some(to) => {
+                    if direct {
+                        if let Some(f) = moved.as_mut() {
+                            f(Addr(from), Addr(to));
+                        }
+                    } else {
+                        self.slots[name as usize].addr = to;
+                    }
+                    left[r as usize] -= 1;
+                }
+                None => stuck = r,
             }
         }
         // Release emptied victims, rebuild the rest.
@@ -201,44 +291,51 @@ impl<S: PageSource> Pool<S> {
         victims
     }
 
-    /// Moves the object of slot `index` into a block from the free lists. Returns false
-    /// (changing nothing) when no listed block fits.
-    fn move_object(&mut self, index: u32, scratch: &mut [u8; MAX_ALLOC], report: &mut CompactReport) -> bool {
-        let slot = self.slots[index as usize];
-        let len = self.object_len(slot.addr);
-        let old_units = self.header(slot.addr).size();
-        let Some((addr, units)) = self.take_block(crate::block::units_for(len), len as u32) else {
-            return false;
-        };
-        let from = self.byte_offset(slot.addr) + HEADER;
-        scratch[..len].copy_from_slice(&self.buf(slot.addr)[from..from + len]);
+    /// Moves the object at `from` into a block from the free lists, returning its new
+    /// address, or `None` (changing nothing) when no listed block fits.
+    fn move_block(
+        &mut self,
+        from: u32,
+        direct: bool,
+        scratch: &mut [u8; MAX_ALLOC],
+        report: &mut CompactReport,
+    ) -> Option<u32> {
+        let len = self.object_len(from).min(MAX_ALLOC);
+        let old_units = self.header(from).size();
+        let (addr, units) = self.take_block(crate::block::units_for(len), len as u32)?;
+        if direct {
+            let h = self.header(addr);
+            self.set_header(addr, h.direct());
+        }
+        let at = self.byte_offset(from) + HEADER;
+        scratch[..len].copy_from_slice(&self.buf(from)[at..at + len]);
         let to = self.byte_offset(addr) + HEADER;
         self.buf_mut(addr)[to..to + len].copy_from_slice(&scratch[..len]);
         // The old block becomes free but stays unlisted: its chunk is being evacuated.
-        let h = self.header(slot.addr);
-        self.set_header(slot.addr, h.marked_free());
+        let h = self.header(from);
+        self.set_header(from, h.marked_free());
         self.counters.allocated_units =
             self.counters.allocated_units + u64::from(units) - u64::from(old_units);
         self.counters.objects_moved += 1;
-        self.slots[index as usize].addr = addr;
         report.objects_moved += 1;
         report.bytes_moved += len as u64;
-        true
+        Some(addr)
     }
 
-    /// Allocated units and live objects of chunk `id`, by walking its blocks.
-    pub(crate) fn chunk_usage(&self, id: u32) -> (u32, u32) {
+    /// Allocated units, live objects and direct objects of chunk `id`, by walking its blocks.
+    pub(crate) fn chunk_usage(&self, id: u32) -> (u32, u32, u32) {
         let base = id << self.shift;
-        let (mut off, mut used, mut objects) = (0, 0, 0);
+        let (mut off, mut used, mut objects, mut direct) = (0, 0, 0, 0);
         while off < self.chunk_units {
             let h = self.header(base + off);
             if !h.is_free() {
                 used += h.size();
                 objects += 1;
+                direct += u32::from(h.is_direct());
             }
             off += h.size().max(1);
         }
-        (used, objects)
+        (used, objects, direct)
     }
 
     /// Takes every free block of chunk `id` off the free lists.

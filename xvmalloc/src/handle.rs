@@ -38,3 +38,27 @@ impl Handle {
 }
 
 const _: () = assert!(core::mem::size_of::<Handle>() == 8);
+
+/// The address of a *direct* object: one allocated without a slot
+/// ([`Pool::alloc_direct`](crate::Pool::alloc_direct)), for owners that keep track of their
+/// objects themselves and want no per-object table in the pool. 4 bytes, `Copy`.
+///
+/// An address is checked only loosely (its chunk is held and it starts an allocated direct
+/// block of a plausible size): the pool cannot tell an address into another object's bytes
+/// from a real one, so the owner must keep exact addresses, and update them when
+/// [`compact_with`](crate::Pool::compact_with) moves objects. A wrong address can corrupt
+/// the pool's bookkeeping (wrong bytes, failed allocations), never memory outside its chunks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Addr(pub(crate) u32);
+
+impl Addr {
+    /// The address as 32 bits, for owners that pack it into their own tables.
+    pub const fn to_bits(self) -> u32 {
+        self.0
+    }
+
+    /// The address with bits from [`to_bits`](Self::to_bits).
+    pub const fn from_bits(bits: u32) -> Self {
+        Addr(bits)
+    }
+}

@@ -64,7 +64,7 @@ mod compact;
 mod pool;
 
 pub use error::{AllocError, ConfigError, FreeError, HandleError};
-pub use handle::Handle;
+pub use handle::{Addr, Handle};
 #[cfg(feature = "alloc")]
 pub use pool::{DEFAULT_CHUNK_SIZE, Pool};
 #[cfg(feature = "alloc")]

@@ -4,7 +4,7 @@ use alloc::vec::Vec;
 
 use crate::block::{HEADER, Header, MIN_UNITS, NIL, UNIT, read_u32, units_for, write_free_block, write_u32};
 use crate::classes::{Classes, class_of};
-use crate::{AllocError, ConfigError, Handle, HandleError, MAX_ALLOC, PageSource, PoolStats};
+use crate::{Addr, AllocError, ConfigError, Handle, HandleError, MAX_ALLOC, PageSource, PoolStats};
 
 /// Default chunk size: 4 pages (16 KiB). See the crate docs for the measurements behind it.
 pub const DEFAULT_CHUNK_SIZE: usize = 16384;
@@ -220,6 +220,100 @@ impl<S: PageSource> Pool<S> {
         let at = self.byte_offset(addr) + HEADER;
         self.buf_mut(addr)[at..at + data.len()].copy_from_slice(data);
         Ok(handle)
+    }
+
+    /// Allocates a *direct* object holding a copy of `data`: one without a slot, named by
+    /// its [`Addr`]. It costs the pool no table entry (a handle's slot is 8 bytes of heap),
+    /// for owners that track their objects themselves; see [`Addr`] for what the pool then
+    /// cannot check, and [`compact_with`](Self::compact_with) for moving such objects.
+    ///
+    /// ```
+    /// use xvmalloc::{HeapSource, Pool};
+    ///
+    /// let mut pool = Pool::new(HeapSource::new());
+    /// let a = pool.alloc_direct(b"compressed page bytes")?;
+    /// assert_eq!(pool.get_direct(a)?, b"compressed page bytes");
+    /// pool.free_direct(a)?;
+    /// assert!(pool.get_direct(a).is_err());
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`alloc`](Self::alloc) with `data.len()`.
+    pub fn alloc_direct(&mut self, data: &[u8]) -> Result<Addr, AllocError> {
+        let len = data.len();
+        if len == 0 || len > self.max_alloc {
+            return Err(AllocError::InvalidSize { len, max: self.max_alloc });
+        }
+        let want = units_for(len);
+        let (addr, units) = match self.take_block(want, len as u32) {
+            Some(found) => found,
+            None => {
+                self.grow()?;
+                self.take_block(want, len as u32).ok_or(AllocError::OutOfMemory)?
+            }
+        };
+        let h = self.header(addr);
+        self.set_header(addr, h.direct());
+        self.counters.payload += len as u64;
+        self.counters.allocated_units += u64::from(units);
+        self.counters.objects += 1;
+        let at = self.byte_offset(addr) + HEADER;
+        self.buf_mut(addr)[at..at + len].copy_from_slice(data);
+        Ok(Addr(addr))
+    }
+
+    /// Whether `addr` starts an allocated direct block of a plausible size in a held chunk.
+    fn check_direct(&self, addr: Addr) -> Result<(), HandleError> {
+        let chunk = (addr.0 >> self.shift) as usize;
+        if !self.chunks.get(chunk).is_some_and(Option::is_some) {
+            return Err(HandleError::Unknown);
+        }
+        let h = self.header(addr.0);
+        let offset = addr.0 & (self.chunk_units - 1);
+        let fits = h.size() >= units_for(h.len() as usize) && offset + h.size() <= self.chunk_units;
+        if h.is_free() || !h.is_direct() || h.len() == 0 || !fits {
+            return Err(HandleError::Stale);
+        }
+        Ok(())
+    }
+
+    /// A direct object's bytes (exactly its length).
+    ///
+    /// # Errors
+    ///
+    /// [`HandleError::Unknown`] for an address outside the held chunks,
+    /// [`HandleError::Stale`] for one that does not start a live direct object.
+    #[inline]
+    pub fn get_direct(&self, addr: Addr) -> Result<&[u8], HandleError> {
+        self.check_direct(addr)?;
+        let at = self.byte_offset(addr.0) + HEADER;
+        Ok(&self.buf(addr.0)[at..at + self.object_len(addr.0)])
+    }
+
+    /// Frees a direct object.
+    ///
+    /// # Errors
+    ///
+    /// As [`get_direct`](Self::get_direct); nothing changes then.
+    #[inline]
+    pub fn free_direct(&mut self, addr: Addr) -> Result<(), HandleError> {
+        self.check_direct(addr)?;
+        let len = self.header(addr.0).len();
+        let units = self.free_block(addr.0);
+        // Merged into the block before it, the object's old header is left inside a free
+        // block: mark it free, so the stale address is refused until its place is reused.
+        if self.chunks[(addr.0 >> self.shift) as usize].is_some() {
+            let h = self.header(addr.0);
+            if !h.is_free() {
+                self.set_header(addr.0, h.marked_free());
+            }
+        }
+        self.counters.payload -= u64::from(len);
+        self.counters.allocated_units -= u64::from(units);
+        self.counters.objects -= 1;
+        Ok(())
     }
 
     /// Frees the object; its handle (and every copy of it) becomes stale.
