@@ -1,7 +1,9 @@
 //! The stored entries: a key map over an `xvmalloc` pool, with the memory limit.
 
+use alloc::collections::BTreeMap;
+
 use pagecodec::{PAGE_SIZE, Page};
-use xvmalloc::{AllocError, CompactReport, Handle, PageSource, Pool};
+use xvmalloc::{Addr, AllocError, CompactReport, PageSource, Pool};
 
 use crate::table::{Entry, Kind, Table};
 use crate::tier::{Codecs, RecompressReport, Selection, Tier, WritebackReport};
@@ -188,6 +190,11 @@ struct Pending {
     new: Entry,
 }
 
+/// The pool's chunk size: 32 KiB, as zsmalloc's longest zspage chains (8 pages). Against
+/// xvmalloc's default of 16 KiB, chunks hold twice the objects, so the tails too small for
+/// the next object waste half as much (docs/perf/pagestore.md).
+const CHUNK_SIZE: usize = 32768;
+
 /// Entries on a pool, with the zram counters.
 pub(crate) struct Shelf<S: PageSource> {
     pub(crate) pool: Pool<Budgeted<S>>,
@@ -206,7 +213,10 @@ impl<S: PageSource> Shelf<S> {
     pub(crate) fn new(source: S, budget: Budget, dense_keys: usize, timed: bool) -> Self {
         let source = Budgeted { inner: source, budget, refused: false, held: 0, held_max: 0 };
         Shelf {
-            pool: Pool::new(source),
+            pool: match Pool::with_chunk_size(source, CHUNK_SIZE) {
+                Ok(pool) => pool,
+                Err(_) => unreachable!("32 KiB is a valid chunk size"),
+            },
             map: Table::with_dense(dense_keys, timed),
             same_pages: 0,
             huge_pages: 0,
@@ -239,22 +249,18 @@ impl<S: PageSource> Shelf<S> {
         Ok(self.map.insert(key, entry).and_then(|old| self.discard(old)))
     }
 
-    fn alloc(&mut self, bytes: &[u8]) -> Result<Handle, StoreError> {
+    /// Keeps `bytes` in the pool as a direct object: the entry holds its address, so the
+    /// pool needs no slot for it (8 bytes of heap per page saved).
+    fn alloc(&mut self, bytes: &[u8]) -> Result<Addr, StoreError> {
         self.pool.source_mut().refused = false;
-        self.pool.alloc_copy(bytes).map_err(|e| match e {
+        self.pool.alloc_direct(bytes).map_err(|e| match e {
             AllocError::OutOfMemory if self.pool.source().refused => StoreError::Full,
             _ => StoreError::OutOfMemory,
         })
     }
 
-    /// The pool handle of a stream or huge entry. The table keeps only the slot index and
-    /// part of the generation; the pool gives the whole handle back while the object lives.
-    fn handle(&self, entry: Entry) -> Option<Handle> {
-        self.pool.handle_at(entry.index()).filter(|&h| entry.owns(h))
-    }
-
     fn stream_len(&self, entry: Entry) -> usize {
-        self.handle(entry).and_then(|h| self.pool.len(h).ok()).unwrap_or(0)
+        self.pool.get_direct(entry.addr()).map_or(0, <[u8]>::len)
     }
 
     /// Adds (or subtracts) an entry's share of the counters.
@@ -292,9 +298,9 @@ impl<S: PageSource> Shelf<S> {
         self.count(entry, false);
         match entry.kind() {
             Some(Kind::Stream | Kind::Huge) => {
-                // The handle came from this pool and is freed only here.
-                let freed = self.handle(entry).map(|h| self.pool.free(h));
-                debug_assert!(matches!(freed, Some(Ok(()))));
+                // The address came from this pool and is freed only here.
+                let freed = self.pool.free_direct(entry.addr());
+                debug_assert!(freed.is_ok());
                 None
             }
             Some(Kind::BackedStream | Kind::BackedPage) => Some(entry.backing_slot()),
@@ -308,9 +314,9 @@ impl<S: PageSource> Shelf<S> {
             Kind::Stream => Stored::Compressed {
                 codec: entry.codec(),
                 variant: entry.variant(),
-                bytes: self.pool.get(self.handle(entry)?).ok()?,
+                bytes: self.pool.get_direct(entry.addr()).ok()?,
             },
-            Kind::Huge => Stored::Huge(self.pool.get(self.handle(entry)?).ok()?),
+            Kind::Huge => Stored::Huge(self.pool.get_direct(entry.addr()).ok()?),
             Kind::BackedStream | Kind::BackedPage => Stored::Backed(entry),
         })
     }
@@ -340,8 +346,30 @@ impl<S: PageSource> Shelf<S> {
         self.map.len()
     }
 
+    /// Compacts the pool, moving entries' addresses with their objects. Allocates a
+    /// temporary map from address to key over the pages kept in the pool.
     pub(crate) fn compact(&mut self) -> CompactReport {
-        self.pool.compact()
+        let mut keys: BTreeMap<u32, u64> = BTreeMap::new();
+        let mut from = 0u64;
+        while let Some(k) = self.map.next_key(from) {
+            if let Some(e) = self.map.get(k) {
+                if matches!(e.kind(), Some(Kind::Stream | Kind::Huge)) {
+                    keys.insert(e.addr().to_bits(), k);
+                }
+            }
+            if k == u64::MAX {
+                break;
+            }
+            from = k + 1;
+        }
+        let map = &mut self.map;
+        // Moves come in order ("the object now at `from` is at `to`"), so the map follows.
+        self.pool.compact_with(&mut |from, to| {
+            if let Some(k) = keys.remove(&from.to_bits()) {
+                keys.insert(to.to_bits(), k);
+                map.update(k, |e| *e = e.moved_to(to));
+            }
+        })
     }
 
     pub(crate) fn mark_idle(&mut self) {
@@ -431,11 +459,11 @@ impl<S: PageSource> Shelf<S> {
         }
         match compressed {
             Some((n, variant)) if n > 0 && n <= budget => {
-                let Ok(handle) = self.alloc(&scratch[..n]) else {
+                let Ok(addr) = self.alloc(&scratch[..n]) else {
                     report.failed += 1;
                     return;
                 };
-                let new = Entry::stream(handle, job.slot, variant).carrying(old);
+                let new = Entry::stream(addr, job.slot, variant).carrying(old);
                 self.count(new, true);
                 self.map.insert(key, new);
                 self.discard(old);

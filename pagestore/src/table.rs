@@ -3,7 +3,7 @@
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 
-use xvmalloc::Handle;
+use xvmalloc::Addr;
 
 /// Where and how a page is kept.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,8 +22,8 @@ pub(crate) enum Kind {
 
 /// One stored page, unpacked (the flat table keeps it in 8 bytes, see [`Table`]).
 ///
-/// `word`: the same-fill value; for pool entries the handle's slot index (low 32 bits) and
-/// the low 16 bits of its generation; for backed entries the backing slot.
+/// `word`: the same-fill value; for pool entries the object's address in the pool (a direct
+/// object: the pool keeps no slot for it); for backed entries the backing slot.
 ///
 /// `meta`: bits 0-2 kind (0 = vacant), 3-4 codec slot, 5 idle, 6 incompressible (a
 /// secondary codec could not shrink it), 8-15 codec variant, 16-28 backed length, 32-63
@@ -53,9 +53,6 @@ pub(crate) const TIME_BITS: u32 = 32;
 pub(crate) const TIME_MASK: u64 = (1 << TIME_BITS) - 1;
 /// The bits that survive a change of place (recompression, writeback).
 const CARRIED: u64 = IDLE | INCOMPRESSIBLE | (TIME_MASK << TIME_SHIFT);
-/// Bits of a handle's generation an entry keeps, to catch a store bug that would reach a
-/// reused slot (the pool gives the full handle back from the index).
-const GEN_BITS: u32 = 16;
 
 impl Entry {
     pub(crate) const VACANT: Entry = Entry { word: 0, meta: 0 };
@@ -64,20 +61,13 @@ impl Entry {
         Entry { word: value, meta: SAME }
     }
 
-    fn object(handle: Handle, meta: u64) -> Entry {
-        let generation = (handle.to_bits() >> 32) & ((1 << GEN_BITS) - 1);
-        Entry { word: u64::from(handle.index()) | generation << 32, meta }
+    pub(crate) fn stream(addr: Addr, codec: u8, variant: u8) -> Entry {
+        let meta = STREAM | u64::from(codec & 3) << SLOT_SHIFT | u64::from(variant) << VARIANT_SHIFT;
+        Entry { word: u64::from(addr.to_bits()), meta }
     }
 
-    pub(crate) fn stream(handle: Handle, codec: u8, variant: u8) -> Entry {
-        Entry::object(
-            handle,
-            STREAM | u64::from(codec & 3) << SLOT_SHIFT | u64::from(variant) << VARIANT_SHIFT,
-        )
-    }
-
-    pub(crate) fn huge(handle: Handle) -> Entry {
-        Entry::object(handle, HUGE)
+    pub(crate) fn huge(addr: Addr) -> Entry {
+        Entry { word: u64::from(addr.to_bits()), meta: HUGE }
     }
 
     /// A backed entry; `len` is at most 4096 (13 bits).
@@ -114,14 +104,14 @@ impl Entry {
         self.word
     }
 
-    /// The pool slot index of a stream or huge entry.
-    pub(crate) fn index(self) -> u32 {
-        self.word as u32
+    /// The pool address of a stream or huge entry.
+    pub(crate) fn addr(self) -> Addr {
+        Addr::from_bits(self.word as u32)
     }
 
-    /// Whether `handle` (the pool's handle at [`index`](Self::index)) is this entry's.
-    pub(crate) fn owns(self, handle: Handle) -> bool {
-        Entry::object(handle, self.meta).word == self.word
+    /// The same stream or huge entry at another pool address (compaction moved it).
+    pub(crate) fn moved_to(self, addr: Addr) -> Entry {
+        Entry { word: u64::from(addr.to_bits()), meta: self.meta }
     }
 
     pub(crate) fn codec(self) -> u8 {
@@ -173,7 +163,7 @@ impl Entry {
 /// that exists only when the store has a clock.
 ///
 /// Bits 0-15 are the entry's `meta` bits 0-15 (kind, codec slot, marks, variant). Above them:
-/// pool entries, the slot index (16-47) and 16 generation bits (48-63); backed entries, the
+/// pool entries, the object's address (16-47); backed entries, the
 /// backing slot (16-47) and the length (48-60); same-filled entries reuse bits 3-4 as the
 /// value's form and keep 56 bits of it in 8-63:
 /// - form 0, values whose top byte repeats the byte below it (0, all ones, a repeated byte,
@@ -396,8 +386,6 @@ mod tests {
 
     /// Entries of every kind, with every mark, and same-fill values of every form.
     fn entries() -> Vec<Entry> {
-        let handle =
-            |index: u32, generation: u32| Handle::from_bits(u64::from(generation) << 32 | u64::from(index));
         let mut out = Vec::new();
         for v in [
             0,
@@ -413,10 +401,10 @@ mod tests {
         ] {
             out.push(Entry::same(v));
         }
-        for (i, g) in [(0, 1), (u32::MAX, u32::MAX), (12345, 0xABCD_1234)] {
-            out.push(Entry::stream(handle(i, g), 3, 0xFF));
-            out.push(Entry::stream(handle(i, g), 1, 0));
-            out.push(Entry::huge(handle(i, g)));
+        for a in [0, u32::MAX, 12345] {
+            out.push(Entry::stream(Addr::from_bits(a), 3, 0xFF));
+            out.push(Entry::stream(Addr::from_bits(a), 1, 0));
+            out.push(Entry::huge(Addr::from_bits(a)));
         }
         for (slot, len, raw) in [(0, 1, false), (u32::MAX, 4096, true), (77, 3000, false)] {
             out.push(Entry::backed(slot, len, raw, 2, 9));
@@ -469,13 +457,15 @@ mod tests {
     }
 
     #[test]
-    fn entries_own_their_handles_only() {
-        let h = Handle::from_bits(0x1234_5678_0000_0009);
-        let e = Entry::stream(h, 0, 0);
-        assert_eq!(e.index(), 9);
-        assert!(e.owns(h));
-        assert!(!e.owns(Handle::from_bits(0x1234_5679_0000_0009)), "another generation");
-        assert!(!e.owns(Handle::from_bits(0x1234_5678_0000_0008)), "another slot");
+    fn moved_entries_keep_their_marks() {
+        let mut e = Entry::stream(Addr::from_bits(9), 2, 7);
+        e.set_idle(true);
+        e.set_time(99);
+        let m = e.moved_to(Addr::from_bits(1 << 31));
+        assert_eq!(
+            (m.addr(), m.codec(), m.variant(), m.idle(), m.time()),
+            (Addr::from_bits(1 << 31), 2, 7, true, 99)
+        );
     }
 
     #[test]

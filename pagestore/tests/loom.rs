@@ -14,8 +14,8 @@ use pagecodec::Page;
 use pagecodec::testing::Rng;
 use pagestore::{LoadError, ShardedStore, StoreConfig, StoreError};
 
-/// One 16 KiB chunk: three raw pages in one shard, none in a second.
-const LIMIT: u64 = 16 * 1024;
+/// One 32 KiB chunk of the store's pool: seven raw pages in one shard, none in a second.
+const LIMIT: u64 = 32 * 1024;
 
 fn random_page(seed: u64) -> Page {
     let mut page = Page::zeroed();

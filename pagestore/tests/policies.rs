@@ -122,25 +122,26 @@ fn hybrid_records_the_variant_per_entry() {
 
 #[test]
 fn full_store_keeps_the_old_page_under_the_same_key() {
-    let config = StoreConfig::default().with_mem_limit(16384);
+    // One 32 KiB chunk of the store's pool: seven raw pages.
+    let config = StoreConfig::default().with_mem_limit(32768);
     let mut store = PageStore::with_config(TrimTrailing, config);
-    let pages: Vec<Page> = (0..4).map(|i| mixed_page(3, i)).collect(); // random: huge
-    for (key, page) in pages.iter().take(3).enumerate() {
+    let pages: Vec<Page> = (0..8).map(|i| mixed_page(3, i)).collect(); // random: huge
+    for (key, page) in pages.iter().take(7).enumerate() {
         store.store(key as u64, page).unwrap();
     }
-    assert_eq!(store.store(9, &pages[3]), Err(StoreError::Full));
-    assert_eq!(store.store(0, &pages[3]), Err(StoreError::Full), "overwrite needs room first");
+    assert_eq!(store.store(9, &pages[7]), Err(StoreError::Full));
+    assert_eq!(store.store(0, &pages[7]), Err(StoreError::Full), "overwrite needs room first");
     let mut page = Page::zeroed();
     store.load(0, &mut page).unwrap();
     assert_eq!(page, pages[0]);
     assert!(!store.contains(9));
     let mm = store.stats().mm;
-    assert_eq!((mm.mem_limit, mm.mem_used_total, mm.mem_used_max), (16384, 16384, 16384));
+    assert_eq!((mm.mem_limit, mm.mem_used_total, mm.mem_used_max), (32768, 32768, 32768));
     // Same-filled pages need no memory, so they still fit.
     store.store(9, &Page::zeroed()).unwrap();
     // Freeing makes room again.
     assert!(store.remove(1));
-    store.store(10, &pages[3]).unwrap();
+    store.store(10, &pages[7]).unwrap();
 }
 
 #[test]
