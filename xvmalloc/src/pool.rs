@@ -189,14 +189,22 @@ impl<S: PageSource> Pool<S> {
     /// [`alloc`](Self::alloc), also returning the block's address.
     #[inline(always)]
     fn alloc_at(&mut self, len: usize) -> Result<(Handle, u32), AllocError> {
-        if len == 0 || len > self.max_alloc {
-            return Err(AllocError::InvalidSize { len, max: self.max_alloc });
-        }
-        let want = units_for(len);
         // Reserve the slot first so that a failure cannot leave a block without an owner.
         if self.free_slot == NIL && self.slots.len() >= NIL as usize {
             return Err(AllocError::AddressSpaceExhausted);
         }
+        let addr = self.place(len)?;
+        Ok((self.new_slot(addr), addr))
+    }
+
+    /// Takes a block for an object of `len` bytes (its header records the length) and
+    /// counts the object; returns the block's address.
+    #[inline(always)]
+    fn place(&mut self, len: usize) -> Result<u32, AllocError> {
+        if len == 0 || len > self.max_alloc {
+            return Err(AllocError::InvalidSize { len, max: self.max_alloc });
+        }
+        let want = units_for(len);
         let (addr, units) = match self.take_block(want, len as u32) {
             Some(found) => found,
             None => {
@@ -207,7 +215,7 @@ impl<S: PageSource> Pool<S> {
         self.counters.payload += len as u64;
         self.counters.allocated_units += u64::from(units);
         self.counters.objects += 1;
-        Ok((self.new_slot(addr), addr))
+        Ok(addr)
     }
 
     /// Allocates an object holding a copy of `data`.
@@ -242,25 +250,11 @@ impl<S: PageSource> Pool<S> {
     ///
     /// As [`alloc`](Self::alloc) with `data.len()`.
     pub fn alloc_direct(&mut self, data: &[u8]) -> Result<Addr, AllocError> {
-        let len = data.len();
-        if len == 0 || len > self.max_alloc {
-            return Err(AllocError::InvalidSize { len, max: self.max_alloc });
-        }
-        let want = units_for(len);
-        let (addr, units) = match self.take_block(want, len as u32) {
-            Some(found) => found,
-            None => {
-                self.grow()?;
-                self.take_block(want, len as u32).ok_or(AllocError::OutOfMemory)?
-            }
-        };
+        let addr = self.place(data.len())?;
         let h = self.header(addr);
         self.set_header(addr, h.direct());
-        self.counters.payload += len as u64;
-        self.counters.allocated_units += u64::from(units);
-        self.counters.objects += 1;
         let at = self.byte_offset(addr) + HEADER;
-        self.buf_mut(addr)[at..at + len].copy_from_slice(data);
+        self.buf_mut(addr)[at..at + data.len()].copy_from_slice(data);
         Ok(Addr(addr))
     }
 
