@@ -323,12 +323,16 @@ impl<S: PageSource> Shelf<S> {
 
     /// The page under `key`, clearing its idle mark and stamping its access time.
     pub(crate) fn get_touch(&mut self, key: u64, now: Option<u64>) -> Option<Stored<'_>> {
-        let entry = self.map.update(key, |entry| {
-            entry.set_idle(false);
-            if let Some(t) = now {
-                entry.set_time(t);
-            }
-        })?;
+        let mut entry = self.map.get(key)?;
+        // Written back only when something changes: most loads have no clock and no mark.
+        if entry.idle() || now.is_some() {
+            entry = self.map.update(key, |entry| {
+                entry.set_idle(false);
+                if let Some(t) = now {
+                    entry.set_time(t);
+                }
+            })?;
+        }
         self.stored(entry)
     }
 
