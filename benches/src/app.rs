@@ -645,7 +645,8 @@ pub fn store(opts: &StoreOptions) -> Result<Vec<crate::storebench::StoreRow>, An
         "ratio = input / output over the pages the codec saw; used/orig = mem_used_total / orig_data_size; \
          store/load = TSC ticks per call (median, p99, max), every page verified; codec c+d = the bare codec's \
          compress (store's budget) + decompress medians on the same pages in the same loops; ovh med = median over \
-         pages of (store + load) - (compress + decompress), ovh% = its share of the median compress + decompress \
+         pairs of consecutive pages of (store + load) - (compress + decompress), halved, ovh% = its share of the \
+         median compress + decompress \
          (ovh mean, mean%: the same with means); load average: {}",
         format_load(timing::load_average())
     ));
