@@ -8,7 +8,7 @@
 /// handle kept after `free`, forged, or given to another pool is refused with
 /// [`HandleError::Stale`](crate::HandleError::Stale) rather than reaching another object.
 /// A slot whose generations run out (after about half a million reuses) is retired, never
-/// reused, so a stale handle can never match again. Tags repeat only after 2047 pools
+/// reused, so a stale handle can never match again. Tags repeat only after 4095 pools
 /// have been created in one process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Handle {
