@@ -312,3 +312,57 @@ fn huge_xnu_limits_are_no_tighter_than_none() {
         }
     }
 }
+
+#[test]
+fn options_names_and_sizes_are_what_they_say() {
+    let xnu = CompressOptions::new().xnu_limit(Some(wkdm::XNU_LIMIT_4K));
+    assert!(xnu.is_early_abort());
+    assert_eq!(xnu.limit(), Some(4092));
+    let thorough = CompressOptions::new().early_abort(false);
+    assert!(!thorough.is_early_abort());
+    assert_eq!(thorough.limit(), None);
+    assert_eq!(CompressOptions::default(), CompressOptions::new());
+    assert_eq!((Wkdm::PAGE_BYTES, Wkdm16K::PAGE_BYTES), (4096, 16384));
+    let codec = Wkdm::new().with_options(thorough).with_preload(DictionaryPreload::One);
+    assert_eq!(codec.options(), thorough);
+    assert_eq!((codec.name(), codec.max_compressed_len()), ("wkdm", Wkdm::MAX_COMPRESSED_LEN));
+    assert_eq!(Wkdm::MAX_COMPRESSED_LEN, 4368);
+    let debug = format!("{codec:?}");
+    for field in ["page_bytes: 4096", "early_abort: false", "preload: One", "isa: "] {
+        assert!(debug.contains(field), "{debug}");
+    }
+}
+
+/// A stream fits a budget of exactly its length, in both forms and on every path; one byte
+/// less refuses the page.
+#[test]
+fn streams_fit_a_budget_of_exactly_their_length() {
+    use pagecodec::testing::{PageClass, generate};
+    use wkdm::Isa;
+    // Three misses and three exact hits: the sparse form, 4 + 6 * 6 bytes.
+    let sparse = page_of(&[A, A, 0x0bad_f00d, 0x0bad_f00d, 0x7777_0001, 0x7777_0001]);
+    // 1024 misses, no hit: the normal form at its floor, header + tags + misses.
+    let misses_only = generate(PageClass::Random, 1);
+    let pages = [
+        (&sparse, Some(40)),
+        (&misses_only, Some(12 + 256 + 4 * 1024)),
+        (&generate(PageClass::Text, 1), None),
+        (&generate(PageClass::Pointers, 1), None),
+        (&generate(PageClass::Mixed, 3), None),
+    ];
+    for isa in Isa::available() {
+        let mut codec =
+            Wkdm::new().with_isa(isa).unwrap().with_options(CompressOptions::new().early_abort(false));
+        for (i, &(page, len)) in pages.iter().enumerate() {
+            let mut out = vec![0u8; Wkdm::MAX_COMPRESSED_LEN];
+            let n = codec.compress(page, &mut out).unwrap();
+            assert!(len.is_none_or(|len| len == n), "{isa}: page {i}: {n} bytes");
+            assert_eq!(codec.compress(page, &mut out[..n]), Ok(n), "{isa}: page {i}");
+            assert_eq!(
+                codec.compress(page, &mut out[..n - 1]),
+                Err(CompressError::Incompressible),
+                "{isa}: page {i}"
+            );
+        }
+    }
+}
