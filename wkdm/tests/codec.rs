@@ -366,3 +366,47 @@ fn streams_fit_a_budget_of_exactly_their_length() {
         }
     }
 }
+
+/// XNU's early abort after 104 words, `floor(2p * 1365 / 2048) + 4m + floor(h / 2) + 26 > 426`,
+/// on every path, for every mix of misses (m), partial (p) and exact hits (h counts both)
+/// in the first 104 words that brings the estimate within 4 of the limit.
+#[test]
+fn early_abort_threshold_is_exact() {
+    use wkdm::Isa;
+    let mut codecs: Vec<Wkdm> = Isa::available().map(|isa| Wkdm::new().with_isa(isa).unwrap()).collect();
+    let mut out = vec![0u8; Wkdm::MAX_COMPRESSED_LEN];
+    let mut checked = [0usize; 2];
+    for m in 1..=104usize {
+        for p in 0..=104 - m {
+            for e in 0..=104 - m - p {
+                let estimate = (2 * p * 1365) / 2048 + 4 * m + (e + p) / 2 + 26;
+                if estimate.abs_diff(426) > 4 {
+                    continue;
+                }
+                // m words with fresh upper bits (misses); after the first, p words sharing
+                // its upper bits (partials), then e repeats of the last (exact hits).
+                let mut words = Vec::new();
+                for k in 0..m as u32 {
+                    let fresh = (k + 1) << 10;
+                    words.push(fresh);
+                    if k == 0 {
+                        words.extend((1..=p as u32).map(|low| fresh | low));
+                        words.extend(std::iter::repeat_n(*words.last().unwrap(), e));
+                    }
+                }
+                let page = page_of(&words);
+                for codec in &mut codecs {
+                    let refused = codec.compress(&page, &mut out) == Err(CompressError::Incompressible);
+                    assert_eq!(
+                        refused,
+                        estimate > 426,
+                        "{}: m {m} p {p} e {e}: estimate {estimate}",
+                        codec.isa()
+                    );
+                }
+                checked[usize::from(estimate > 426)] += 1;
+            }
+        }
+    }
+    assert_eq!(checked, [41, 20], "pages below and above the limit");
+}
