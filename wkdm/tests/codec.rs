@@ -341,10 +341,14 @@ fn streams_fit_a_budget_of_exactly_their_length() {
     use wkdm::Isa;
     // Three misses and three exact hits: the sparse form, 4 + 6 * 6 bytes.
     let sparse = page_of(&[A, A, 0x0bad_f00d, 0x0bad_f00d, 0x7777_0001, 0x7777_0001]);
+    // One miss and 44 exact hits: still sparse (4 + 6 * 45 bytes), but longer than the
+    // normal form's floor (268 + 4), so only the form decision can refuse it one byte short.
+    let long_sparse = page_of(&[A; 45]);
     // 1024 misses, no hit: the normal form at its floor, header + tags + misses.
     let misses_only = generate(PageClass::Random, 1);
     let pages = [
         (&sparse, Some(40)),
+        (&long_sparse, Some(274)),
         (&misses_only, Some(12 + 256 + 4 * 1024)),
         (&generate(PageClass::Text, 1), None),
         (&generate(PageClass::Pointers, 1), None),
