@@ -344,11 +344,15 @@ fn streams_fit_a_budget_of_exactly_their_length() {
     // One miss and 44 exact hits: still sparse (4 + 6 * 45 bytes), but longer than the
     // normal form's floor (268 + 4), so only the form decision can refuse it one byte short.
     let long_sparse = page_of(&[A; 45]);
+    // One miss and 60 exact hits: XNU's estimate of the normal form (268 + 4 + 60 / 2)
+    // is below the sparse form's 4 + 6 * 61, so the normal form, 268 + 4 + 4 * 8 bytes.
+    let short_normal = page_of(&[A; 61]);
     // 1024 misses, no hit: the normal form at its floor, header + tags + misses.
     let misses_only = generate(PageClass::Random, 1);
     let pages = [
         (&sparse, Some(40)),
         (&long_sparse, Some(274)),
+        (&short_normal, Some(304)),
         (&misses_only, Some(12 + 256 + 4 * 1024)),
         (&generate(PageClass::Text, 1), None),
         (&generate(PageClass::Pointers, 1), None),
