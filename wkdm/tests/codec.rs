@@ -327,6 +327,9 @@ fn options_names_and_sizes_are_what_they_say() {
     assert_eq!(codec.options(), thorough);
     assert_eq!((codec.name(), codec.max_compressed_len()), ("wkdm", Wkdm::MAX_COMPRESSED_LEN));
     assert_eq!(Wkdm::MAX_COMPRESSED_LEN, 4368);
+    let isa = wkdm::Isa::ALL;
+    assert_eq!(isa.map(|isa| isa.name()), ["scalar", "sse4.1", "avx2", "avx512", "neon"]);
+    assert_eq!(isa.map(|isa| isa.to_string()), isa.map(|isa| isa.name().to_string()));
     let debug = format!("{codec:?}");
     for field in ["page_bytes: 4096", "early_abort: false", "preload: One", "isa: "] {
         assert!(debug.contains(field), "{debug}");
