@@ -327,6 +327,10 @@ fn options_names_and_sizes_are_what_they_say() {
     assert_eq!(codec.options(), thorough);
     assert_eq!((codec.name(), codec.max_compressed_len()), ("wkdm", Wkdm::MAX_COMPRESSED_LEN));
     assert_eq!(Wkdm::MAX_COMPRESSED_LEN, 4368);
+    // The fastest available path, detected once and then cached.
+    let best = wkdm::Isa::best();
+    assert_eq!((wkdm::Isa::best(), Some(best)), (best, wkdm::Isa::available().last()));
+    assert_eq!(Wkdm::new().isa(), best);
     let isa = wkdm::Isa::ALL;
     assert_eq!(isa.map(|isa| isa.name()), ["scalar", "sse4.1", "avx2", "avx512", "neon"]);
     assert_eq!(isa.map(|isa| isa.to_string()), isa.map(|isa| isa.name().to_string()));
