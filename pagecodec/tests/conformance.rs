@@ -145,6 +145,7 @@ fn suite_checks_budgets_on_every_class_and_the_edge_pages() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "under Miri the suite flips every (1 + len / 8)th bit only")]
 #[should_panic(expected = "broken: the last bit")]
 fn suite_flips_every_bit_up_to_the_last() {
     let zero = Sample {
@@ -237,8 +238,9 @@ fn suite_feeds_garbage_of_every_length_and_plausible_headers() {
     let unmasked = cases.iter().step_by(2).filter(|c| !small(c)).count();
     let masked_with_high_bytes =
         cases.iter().skip(1).step_by(2).filter(|c| c.iter().skip(1).step_by(3).any(|&b| b > 0x0f)).count();
+    // Too few cases under Miri for the proportions to be sure.
     assert!(
-        unmasked > cases.len() / 4 && masked_with_high_bytes > cases.len() / 4,
+        cfg!(miri) || (unmasked > cases.len() / 4 && masked_with_high_bytes > cases.len() / 4),
         "{unmasked} {masked_with_high_bytes}"
     );
 }
