@@ -488,6 +488,31 @@ mod tests {
         assert!(PageClass::Zero.is_highly_compressible());
     }
 
+    /// Mixed pages over many seeds, pinned together: some of their runs are empty (seed 647
+    /// has an empty sparse run), and run boundaries land where the generator puts them.
+    #[test]
+    #[cfg_attr(miri, ignore = "a thousand pages are too slow under Miri")]
+    fn mixed_pages_are_the_same_in_every_version() {
+        let checksum = (0..1000).fold(0xcbf2_9ce4_8422_2325u64, |h, seed| {
+            generate(PageClass::Mixed, seed)
+                .as_bytes()
+                .iter()
+                .fold(h, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
+        });
+        assert_eq!(checksum, 0x5dfc_6c95_d433_809e);
+    }
+
+    /// The class is mixed into the seed's top byte without losing any seed bit: seeds that
+    /// differ only there still give different pages.
+    #[test]
+    fn every_bit_of_the_seed_counts() {
+        for class in [PageClass::SameU64, PageClass::Random, PageClass::Mixed] {
+            let top = (class as u64) << 56;
+            assert_ne!(generate(class, 0), generate(class, top), "{class:?}");
+            assert_ne!(generate(class, u64::MAX), generate(class, u64::MAX ^ top), "{class:?}");
+        }
+    }
+
     #[test]
     fn generators_make_what_they_say() {
         assert_eq!(generate(PageClass::Zero, 5), Page::zeroed());
@@ -533,9 +558,18 @@ mod tests {
     #[test]
     fn samples_cover_every_class() {
         let samples = sample_pages();
+        let (seeds, mixes) = if cfg!(miri) { (1, 2) } else { (3, 32) };
         for class in PageClass::ALL {
-            assert!(samples.iter().any(|s| s.class == class), "{class:?}");
+            let seeds = if class == PageClass::Mixed { mixes } else { seeds };
+            let of_class: Vec<_> =
+                samples.iter().filter(|s| s.class == class && s.label.starts_with(class.name())).collect();
+            assert_eq!(of_class.len(), seeds, "{class:?}");
+            for (seed, s) in (0..).zip(of_class) {
+                assert_eq!(s.label, format!("{}#{seed}", class.name()));
+                assert!(s.page == generate(class, seed), "{}", s.label);
+            }
         }
+        assert_eq!(samples.len(), 11 * seeds + mixes + 2);
         assert_eq!(
             PageClass::ALL.len(),
             PageClass::ALL.iter().map(|c| c.name()).collect::<alloc::collections::BTreeSet<_>>().len()

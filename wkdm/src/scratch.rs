@@ -109,3 +109,19 @@ impl<const W: usize> Scratch<W> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_slack_view_is_the_items_then_the_slack() {
+        let mut padded = Padded::<u16, 128>::new(7);
+        padded[127] = 1;
+        let all = padded.with_slack_mut();
+        assert_eq!(all.len(), 128 + SLACK);
+        assert_eq!((all[127], all[128], all[128 + SLACK - 1]), (1, 7, 7));
+        all[128] = 2;
+        assert_eq!(padded.slack[0], 2);
+    }
+}

@@ -312,3 +312,116 @@ fn huge_xnu_limits_are_no_tighter_than_none() {
         }
     }
 }
+
+#[test]
+fn options_names_and_sizes_are_what_they_say() {
+    let xnu = CompressOptions::new().xnu_limit(Some(wkdm::XNU_LIMIT_4K));
+    assert!(xnu.is_early_abort());
+    assert_eq!(xnu.limit(), Some(4092));
+    let thorough = CompressOptions::new().early_abort(false);
+    assert!(!thorough.is_early_abort());
+    assert_eq!(thorough.limit(), None);
+    assert_eq!(CompressOptions::default(), CompressOptions::new());
+    assert_eq!((Wkdm::PAGE_BYTES, Wkdm16K::PAGE_BYTES), (4096, 16384));
+    let codec = Wkdm::new().with_options(thorough).with_preload(DictionaryPreload::One);
+    assert_eq!(codec.options(), thorough);
+    assert_eq!((codec.name(), codec.max_compressed_len()), ("wkdm", Wkdm::MAX_COMPRESSED_LEN));
+    assert_eq!(Wkdm::MAX_COMPRESSED_LEN, 4368);
+    // The fastest available path, detected once and then cached.
+    let best = wkdm::Isa::best();
+    assert_eq!((wkdm::Isa::best(), Some(best)), (best, wkdm::Isa::available().last()));
+    assert_eq!(Wkdm::new().isa(), best);
+    let isa = wkdm::Isa::ALL;
+    assert_eq!(isa.map(|isa| isa.name()), ["scalar", "sse4.1", "avx2", "avx512", "neon"]);
+    assert_eq!(isa.map(|isa| isa.to_string()), isa.map(|isa| isa.name().to_string()));
+    let debug = format!("{codec:?}");
+    for field in ["page_bytes: 4096", "early_abort: false", "preload: One", "isa: "] {
+        assert!(debug.contains(field), "{debug}");
+    }
+}
+
+/// A stream fits a budget of exactly its length, in both forms and on every path; one byte
+/// less refuses the page.
+#[test]
+fn streams_fit_a_budget_of_exactly_their_length() {
+    use pagecodec::testing::{PageClass, generate};
+    use wkdm::Isa;
+    // Three misses and three exact hits: the sparse form, 4 + 6 * 6 bytes.
+    let sparse = page_of(&[A, A, 0x0bad_f00d, 0x0bad_f00d, 0x7777_0001, 0x7777_0001]);
+    // One miss and 44 exact hits: still sparse (4 + 6 * 45 bytes), but longer than the
+    // normal form's floor (268 + 4), so only the form decision can refuse it one byte short.
+    let long_sparse = page_of(&[A; 45]);
+    // One miss and 60 exact hits: XNU's estimate of the normal form (268 + 4 + 60 / 2)
+    // is below the sparse form's 4 + 6 * 61, so the normal form, 268 + 4 + 4 * 8 bytes.
+    let short_normal = page_of(&[A; 61]);
+    // 1024 misses, no hit: the normal form at its floor, header + tags + misses.
+    let misses_only = generate(PageClass::Random, 1);
+    let pages = [
+        (&sparse, Some(40)),
+        (&long_sparse, Some(274)),
+        (&short_normal, Some(304)),
+        (&misses_only, Some(12 + 256 + 4 * 1024)),
+        (&generate(PageClass::Text, 1), None),
+        (&generate(PageClass::Pointers, 1), None),
+        (&generate(PageClass::Mixed, 3), None),
+    ];
+    for isa in Isa::available() {
+        let mut codec =
+            Wkdm::new().with_isa(isa).unwrap().with_options(CompressOptions::new().early_abort(false));
+        for (i, &(page, len)) in pages.iter().enumerate() {
+            let mut out = vec![0u8; Wkdm::MAX_COMPRESSED_LEN];
+            let n = codec.compress(page, &mut out).unwrap();
+            assert!(len.is_none_or(|len| len == n), "{isa}: page {i}: {n} bytes");
+            assert_eq!(codec.compress(page, &mut out[..n]), Ok(n), "{isa}: page {i}");
+            assert_eq!(
+                codec.compress(page, &mut out[..n - 1]),
+                Err(CompressError::Incompressible),
+                "{isa}: page {i}"
+            );
+        }
+    }
+}
+
+/// XNU's early abort after 104 words, `floor(2p * 1365 / 2048) + 4m + floor(h / 2) + 26 > 426`,
+/// on every path, for every mix of misses (m), partial (p) and exact hits (h counts both)
+/// in the first 104 words that brings the estimate within 4 of the limit.
+#[test]
+fn early_abort_threshold_is_exact() {
+    use wkdm::Isa;
+    let mut codecs: Vec<Wkdm> = Isa::available().map(|isa| Wkdm::new().with_isa(isa).unwrap()).collect();
+    let mut out = vec![0u8; Wkdm::MAX_COMPRESSED_LEN];
+    let mut checked = [0usize; 2];
+    for m in 1..=104usize {
+        for p in 0..=104 - m {
+            for e in 0..=104 - m - p {
+                let estimate = (2 * p * 1365) / 2048 + 4 * m + (e + p) / 2 + 26;
+                if estimate.abs_diff(426) > 4 {
+                    continue;
+                }
+                // m words with fresh upper bits (misses); after the first, p words sharing
+                // its upper bits (partials), then e repeats of the last (exact hits).
+                let mut words = Vec::new();
+                for k in 0..m as u32 {
+                    let fresh = (k + 1) << 10;
+                    words.push(fresh);
+                    if k == 0 {
+                        words.extend((1..=p as u32).map(|low| fresh | low));
+                        words.extend(std::iter::repeat_n(*words.last().unwrap(), e));
+                    }
+                }
+                let page = page_of(&words);
+                for codec in &mut codecs {
+                    let refused = codec.compress(&page, &mut out) == Err(CompressError::Incompressible);
+                    assert_eq!(
+                        refused,
+                        estimate > 426,
+                        "{}: m {m} p {p} e {e}: estimate {estimate}",
+                        codec.isa()
+                    );
+                }
+                checked[usize::from(estimate > 426)] += 1;
+            }
+        }
+    }
+    assert_eq!(checked, [41, 20], "pages below and above the limit");
+}
