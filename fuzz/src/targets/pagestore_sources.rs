@@ -44,11 +44,14 @@ enum Answer {
 struct Scripted {
     inner: HeapSource,
     script: Arc<Mutex<Vec<Answer>>>,
+    /// The size last asked for: honest chunks have it, odd ones never.
+    size: usize,
 }
 
 impl PageSource for Scripted {
     type Chunk = Box<[u8]>;
     fn acquire(&mut self, size: usize) -> Option<Box<[u8]>> {
+        self.size = size;
         let answer = self.script.lock().unwrap_or_else(|p| p.into_inner()).pop().unwrap_or(Answer::Honest);
         match answer {
             Answer::Honest => self.inner.acquire(size),
@@ -59,8 +62,8 @@ impl PageSource for Scripted {
         }
     }
     fn release(&mut self, chunk: Box<[u8]>) {
-        // Odd-sized chunks never came from the heap source.
-        if chunk.len() == xvmalloc::DEFAULT_CHUNK_SIZE {
+        // Odd-sized chunks never came from the heap source (the pool asks one size).
+        if chunk.len() == self.size {
             self.inner.release(chunk);
         }
     }
@@ -145,7 +148,7 @@ pub fn run(data: &[u8]) {
         config = config.with_mem_limit(limit);
     }
     let script = Arc::new(Mutex::new(input.script.iter().rev().copied().collect::<Vec<_>>()));
-    let source = || Scripted { inner: HeapSource::new(), script: Arc::clone(&script) };
+    let source = || Scripted { inner: HeapSource::new(), script: Arc::clone(&script), size: 0 };
     if input.sharded {
         let factory: pagestore::CodecFactory = Box::new(|| Box::new(lzokit::LzoRle::default()));
         let store = ShardedStore::with_sources(2, factory, source, config);
