@@ -9,8 +9,10 @@
 //!
 //! Beside each store, the bare codec runs on the same pages in the same loops (compress
 //! with the store's budget next to the store call, decompress its own stream next to the
-//! load call, each first on every other page), so the store's own cost is (store + load) minus (compress +
-//! decompress) on the same pages, measured under the same conditions.
+//! load call, each first on every other page), so the store's own cost is (store + load)
+//! minus (compress + decompress) on the same pages, measured under the same conditions. A
+//! page the codec refuses is kept as it is on both sides: the bare codec's "decompress" of
+//! it is a copy of the kept page, what the store's load of a huge page does as well.
 
 use pagecodec::{Page, PageCodec};
 use pagestore::{EntryCodec, LoadError, PageStore, StoreConfig, StoreError};
@@ -58,8 +60,12 @@ pub fn store_for(name: &str, keys: usize) -> Option<Box<dyn AnyStore>> {
     Some(Box::new(PageStore::with_config(codec, config)))
 }
 
-/// A bare codec's stream of one page and its variant (`None`: the codec refused it).
-type BareStream = (u8, Vec<u8>);
+/// What the bare codec's user keeps of one page: the codec's stream and its variant, or
+/// the page itself where the codec refused it.
+enum Kept {
+    Stream(u8, Vec<u8>),
+    Raw(Box<Page>),
+}
 
 /// The bare codec behind `store_for(name)`, as the store calls it (variant included).
 fn bare_for(name: &str) -> Option<Box<dyn EntryCodec>> {
@@ -88,7 +94,8 @@ pub struct StoreRow {
     pub store_load_median: u64,
     /// Ticks per bare `compress` with the store's budget, same pages, same loop.
     pub compress_ticks: TickStats,
-    /// Ticks per bare `decompress` of that stream (0 for pages it refused).
+    /// Ticks per bare `decompress` of that stream; for a page the codec refused, a copy of
+    /// the kept page (how its user gives that page back).
     pub decompress_ticks: TickStats,
     /// Median compress + median decompress ticks per page.
     pub codec_median: u64,
@@ -124,7 +131,7 @@ pub fn bench_stores(timer: &Timer, names: &[String], pages: &[Page]) -> Result<V
         .collect::<Result<Vec<_>, _>>()?;
     let budget = pagestore::StoreConfig::default().huge_threshold;
     let mut out = vec![0u8; budget];
-    let mut streams: Vec<Vec<Option<BareStream>>> = vec![Vec::with_capacity(pages.len()); stores.len()];
+    let mut streams: Vec<Vec<Kept>> = (0..stores.len()).map(|_| Vec::with_capacity(pages.len())).collect();
     let mut store_ticks = vec![Vec::with_capacity(pages.len()); stores.len()];
     let mut load_ticks = vec![Vec::with_capacity(pages.len()); stores.len()];
     let mut compress_ticks = vec![Vec::with_capacity(pages.len()); stores.len()];
@@ -135,7 +142,10 @@ pub fn bench_stores(timer: &Timer, names: &[String], pages: &[Page]) -> Result<V
             let mut bare_compress = || {
                 let (t, r) = timer.time(|| bare[s].compress(page, &mut out));
                 compress_ticks[s].push(t);
-                streams[s].push(r.ok().map(|(n, variant)| (variant, out[..n].to_vec())));
+                streams[s].push(match r {
+                    Ok((n, variant)) => Kept::Stream(variant, out[..n].to_vec()),
+                    Err(_) => Kept::Raw(Box::new(page.clone())),
+                });
             };
             if i % 2 == 1 {
                 bare_compress();
@@ -154,12 +164,19 @@ pub fn bench_stores(timer: &Timer, names: &[String], pages: &[Page]) -> Result<V
             let name = store.codec_name();
             let mut bare_decompress = |back: &mut Page| -> Result<(), String> {
                 let t = match &streams[s][i] {
-                    Some((variant, stream)) => {
+                    Kept::Stream(variant, stream) => {
                         let (t, r) = timer.time(|| bare[s].decompress(*variant, stream, back));
                         r.map_err(|e| format!("{name}: bare decompress of page {i}: {e}"))?;
                         t
                     }
-                    None => 0,
+                    Kept::Raw(raw) => {
+                        timer
+                            .time(|| {
+                                back.as_bytes_mut().copy_from_slice(raw.as_bytes());
+                                std::hint::black_box(&mut *back);
+                            })
+                            .0
+                    }
                 };
                 decompress_ticks[s].push(t);
                 Ok(())
@@ -303,7 +320,8 @@ pub fn table(rows: &[StoreRow], timer: &Timer) -> String {
     s.push_str(
         "columns: ratio = original / stored bytes; used/orig = mem_used_total / orig_data_size; \
          store, load = ticks per page (median, p99, max); store+load = their medians' sum (and ns); \
-         codec c+d = the bare codec's compress + decompress medians on the same pages; ovh med, \
+         codec c+d = the bare codec's compress + decompress medians on the same pages (a page \
+         the codec refuses is kept as it is, and its decompress is a copy of it); ovh med, \
          ovh% = what the store adds to them: the median over pairs of consecutive pages of their \
          (store + load) - (compress + decompress), halved (the side that meets a page first \
          alternates, so its cold-cache cost cancels in a pair), and its share of the median \
