@@ -206,6 +206,24 @@ mod tests {
     }
 
     #[test]
+    fn setting_a_flag_twice_keeps_it_set() {
+        let h = Header::allocated(7, 40);
+        assert_eq!(h.direct().direct(), h.direct());
+        assert!(h.direct().is_direct() && !h.is_direct());
+        let p = h.with_prev_free(true);
+        assert_eq!(p.with_prev_free(true), p);
+        assert_eq!(Header::free(3).marked_free(), Header::free(3));
+    }
+
+    #[test]
+    fn reserved_bit_29_is_reported() {
+        assert_eq!(Header::from_bits(1 << 29).reserved_bits(), 1 << 29);
+        let every_field = Header::allocated(SIZE_MASK, LEN_MASK).direct().with_prev_free(true);
+        assert_eq!(every_field.reserved_bits(), 0);
+        assert_eq!(Header::from_bits(every_field.bits() | 1 << 29).reserved_bits(), 1 << 29);
+    }
+
+    #[test]
     fn a_free_block_ends_with_its_size() {
         let mut buf = [0xEEu8; 32];
         write_free_block(&mut buf, 8, 3);

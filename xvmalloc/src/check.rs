@@ -176,3 +176,91 @@ impl<S: PageSource> Pool<S> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::block::{Header, units_for};
+    use crate::{HeapSource, Pool};
+
+    /// One chunk: a direct object of 100 bytes, one of 50, then the free remainder up to the
+    /// chunk's end. Returns the pool and the three blocks' addresses.
+    fn pool() -> (Pool<HeapSource>, [u32; 3]) {
+        let mut pool = Pool::new(HeapSource::new());
+        let a = pool.alloc_direct(&[1; 100]).unwrap().to_bits();
+        let b = pool.alloc_direct(&[2; 50]).unwrap().to_bits();
+        let rest = b + pool.header(b).size();
+        assert!(pool.header(rest).is_free());
+        assert_eq!(rest + pool.header(rest).size(), pool.chunk_units, "the remainder ends the chunk");
+        pool.validate().unwrap();
+        (pool, [a, b, rest])
+    }
+
+    /// A damage: the message it must give, what it does to a header, and (for the first
+    /// pool) which block's header.
+    type Damage = (&'static str, fn(Header) -> Header, usize);
+
+    /// Each damage to a valid pool is reported with its own message.
+    #[test]
+    fn every_kind_of_damage_is_named() {
+        let damage: [Damage; 9] = [
+            ("block size out of range", |h| Header::from_bits(h.bits() & !0x7FFF | 1), 0),
+            ("block size out of range", |h| Header::from_bits(h.bits() & !0x7FFF | 0x7FFF), 0),
+            ("header bit 29 not zero", |h| Header::from_bits(h.bits() | 1 << 29), 1),
+            ("free block with a length or the DIRECT flag", |h| Header::from_bits(h.bits() | 8 << 15), 2),
+            ("free block with a length or the DIRECT flag", |h| Header::from_bits(h.bits() | 1 << 28), 2),
+            ("direct object's length does not fit its block", |h| Header::allocated(h.size(), 0).direct(), 0),
+            (
+                "direct object's length does not fit its block",
+                |h| Header::allocated(h.size(), 4000).direct(),
+                0,
+            ),
+            ("direct object's length does not fit its block", |h| Header::allocated(h.size(), 1).direct(), 0),
+            ("listed block not free or in the wrong class", |h| Header::allocated(h.size(), 8), 2),
+        ];
+        for (want, change, block) in damage {
+            let (mut pool, addrs) = pool();
+            let at = addrs[block];
+            let h = pool.header(at);
+            pool.set_header(at, change(h));
+            assert_eq!(pool.validate(), Err(want), "{h:?} -> {:?}", change(h));
+        }
+        // A slot's object: its header must fit the slot's use; the counters must match.
+        let slot_damage: [fn(Header) -> Header; 5] = [
+            |h| Header::allocated(h.size(), 0),
+            |h| Header::allocated(h.size(), 0),
+            |h| h.direct(),
+            |h| Header::allocated(h.size(), 4000),
+            |h| Header::allocated(h.size(), 1),
+        ];
+        // Objects of 4 bytes (a block of 2 units, which a length of 0 fits), then of 100.
+        let handle_pool = |len: usize| {
+            let mut pool = Pool::new(HeapSource::new());
+            let h = pool.alloc_copy(&[3; 100][..len]).unwrap();
+            let addr = pool.slots[h.index() as usize].addr;
+            pool.validate().unwrap();
+            (pool, addr)
+        };
+        for (i, change) in slot_damage.into_iter().enumerate() {
+            let (mut pool, at) = handle_pool(if i == 0 { 4 } else { 100 });
+            let h = pool.header(at);
+            pool.set_header(at, change(h));
+            let want = "slot does not point at a fitting allocated block";
+            assert_eq!(pool.validate(), Err(want), "{h:?} -> {:?}", change(h));
+        }
+        type Change = fn(&mut Pool<HeapSource>);
+        let counter_damage: [(&str, Change); 3] = [
+            ("object count wrong", |p| p.counters.objects += 1),
+            ("byte counters wrong", |p| p.counters.payload += 1),
+            ("byte counters wrong", |p| p.counters.allocated_units += 1),
+        ];
+        for (want, change) in counter_damage {
+            let (mut pool, _) = handle_pool(100);
+            change(&mut pool);
+            assert_eq!(pool.validate(), Err(want));
+        }
+        // The sizes chosen above really are outside the block's fit.
+        let (pool, [a, ..]) = pool();
+        let size = pool.header(a).size();
+        assert!(units_for(4000) > size && units_for(1) + 1 < size);
+    }
+}

@@ -727,3 +727,29 @@ impl<S: PageSource> Drop for Pool<S> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::HeapSource;
+
+    /// The pool's own heap: 8 bytes per slot, 16 per chunk-table entry (a boxed slice), 4 per
+    /// spare chunk id, all by capacity.
+    #[test]
+    fn metadata_counts_every_table() {
+        let mut pool = Pool::new(HeapSource::new());
+        let handles: Vec<Handle> = (0..1000).map(|_| pool.alloc(100).unwrap()).collect();
+        // Empty the second chunk, so that its id waits in the spare list.
+        let second = pool.slots.iter().position(|s| s.addr >> pool.shift == 1).unwrap();
+        let in_second: Vec<Handle> =
+            handles.into_iter().filter(|h| pool.slots[h.index as usize].addr >> pool.shift == 1).collect();
+        for h in in_second {
+            pool.free(h).unwrap();
+        }
+        assert!(!pool.slots[second].is_live());
+        let (slots, chunks, spare) =
+            (pool.slots.capacity(), pool.chunks.capacity(), pool.spare_chunks.capacity());
+        assert!(slots >= 1000 && chunks >= 7 && spare >= 1, "{slots} {chunks} {spare}");
+        assert_eq!(pool.stats().metadata_bytes, (8 * slots + 16 * chunks + 4 * spare) as u64);
+    }
+}

@@ -56,3 +56,15 @@ pub struct CompactReport {
     /// 4 KiB pages given back to the source.
     pub pages_released: u64,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::PoolStats;
+
+    #[test]
+    fn efficiency_is_payload_over_held_bytes() {
+        assert_eq!(PoolStats::default().efficiency(), 1.0);
+        let stats = PoolStats { payload_bytes: 3000, held_bytes: 16384, ..PoolStats::default() };
+        assert_eq!(stats.efficiency(), 3000.0 / 16384.0);
+    }
+}

@@ -1,7 +1,7 @@
 //! Handles are refused by every pool but their own, and a handle kept while its slot is
 //! reused any number of times never reaches a later object.
 
-use xvmalloc::{FreeError, HandleError, HeapSource, Pool};
+use xvmalloc::{FreeError, Handle, HandleError, HeapSource, Pool};
 
 #[test]
 fn another_pool_refuses_a_handle() {
@@ -61,4 +61,24 @@ fn handle_at_names_live_objects_only() {
     assert_eq!(pool.handle_at(new.index()), Some(new));
     assert!(handles.iter().all(|h| h.index() != new.index() || *h != new));
     pool.validate().unwrap();
+}
+
+/// A freed slot holds its next generation without the LIVE bit: a handle forged from that
+/// word is refused like any stale one, by every call.
+#[test]
+fn a_handle_without_the_live_bit_is_refused() {
+    let mut pool = Pool::new(HeapSource::new());
+    let h = pool.alloc_copy(&[1; 10]).unwrap();
+    let kept = pool.alloc_copy(&[2; 10]).unwrap();
+    assert!(pool.contains(h));
+    pool.free(h).unwrap();
+    assert!(!pool.contains(h));
+    let live_bit = 1u64 << (32 + 19);
+    assert_ne!(h.to_bits() & live_bit, 0, "handles carry LIVE");
+    let forged = Handle::from_bits((h.to_bits() & !live_bit) + (1 << 32));
+    assert_eq!(pool.get(forged), Err(HandleError::Stale));
+    assert!(!pool.contains(forged));
+    assert_eq!(pool.free(forged), Err(FreeError::Stale));
+    pool.validate().unwrap();
+    assert_eq!(pool.get(kept).unwrap(), &[2; 10][..]);
 }
