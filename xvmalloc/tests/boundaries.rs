@@ -178,6 +178,21 @@ fn addresses_round_trip_through_bits() {
     assert_eq!(pool.get_direct(Addr::from_bits(b.to_bits())).unwrap(), &[8; 10]);
 }
 
+/// `n` objects of 4092 bytes (object `i` filled with byte `i`), as handles or as direct
+/// objects: a block of 512 units each, so four fill a default chunk exactly.
+fn objects_of_4092_bytes(pool: &mut Pool<HeapSource>, n: usize, direct: bool) -> (Vec<Handle>, Vec<Addr>) {
+    let (mut handles, mut addrs) = (Vec::new(), Vec::new());
+    for i in 0..n {
+        let bytes = [i as u8; 4092];
+        if direct {
+            addrs.push(pool.alloc_direct(&bytes).unwrap());
+        } else {
+            handles.push(pool.alloc_copy(&bytes).unwrap());
+        }
+    }
+    (handles, addrs)
+}
+
 /// Holes too small for an object, in a pool of one chunk (no other chunk to move into):
 /// compaction slides the objects to the chunk's start, so the object fits without a new
 /// chunk. With handles through `compact`, with direct objects through `compact_with`
@@ -190,16 +205,7 @@ fn compaction_turns_holes_into_one_block() {
     for direct in [false, true] {
         for first_freed in [0, 1] {
             let mut pool = Pool::new(HeapSource::new());
-            let mut handles = Vec::new();
-            let mut addrs = Vec::new();
-            for i in 0..fill {
-                let bytes = [i as u8; 4092];
-                if direct {
-                    addrs.push(pool.alloc_direct(&bytes).unwrap());
-                } else {
-                    handles.push(pool.alloc_copy(&bytes).unwrap());
-                }
-            }
+            let (handles, mut addrs) = objects_of_4092_bytes(&mut pool, fill, direct);
             assert_eq!(pool.stats().chunks_acquired, 1);
             let keep: Vec<usize> = (1 - first_freed..fill).step_by(2).collect();
             for i in (first_freed..fill).step_by(2) {
@@ -243,16 +249,7 @@ fn compaction_empties_one_of_two_sparse_chunks() {
     let fill = DEFAULT_CHUNK_SIZE / 4096;
     for direct in [false, true] {
         let mut pool = Pool::new(HeapSource::new());
-        let mut handles = Vec::new();
-        let mut addrs = Vec::new();
-        for i in 0..2 * fill {
-            let bytes = [i as u8; 4092];
-            if direct {
-                addrs.push(pool.alloc_direct(&bytes).unwrap());
-            } else {
-                handles.push(pool.alloc_copy(&bytes).unwrap());
-            }
-        }
+        let (handles, mut addrs) = objects_of_4092_bytes(&mut pool, 2 * fill, direct);
         assert_eq!(pool.stats().chunks_held, 2);
         let keep = [0, fill];
         for i in (0..2 * fill).filter(|i| !keep.contains(i)) {
