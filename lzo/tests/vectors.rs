@@ -5,7 +5,7 @@
 
 mod common;
 
-use lzokit::{KernelCompressor, decompress, max_compressed_len};
+use lzokit::{DecodeLoop, KernelCompressor, StreamError, decompress, decompress_on, max_compressed_len};
 
 fn cases() -> Vec<(String, Vec<u8>)> {
     common::pages()
@@ -131,4 +131,87 @@ fn compressor_matches_the_kernel_byte_for_byte() {
         let n = c.compress_rle(&page, &mut out).unwrap();
         assert!(out[..n] == stream(&case, "lzo-rle"), "{case}: lzo-rle differs from the kernel's");
     }
+}
+
+/// Whether this build and CPU have `which` (what `decompress_on` promises).
+fn has_loop(which: DecodeLoop) -> bool {
+    match which {
+        DecodeLoop::Reference => true,
+        DecodeLoop::Baseline => cfg!(not(feature = "safe-decode")),
+        #[cfg(target_arch = "x86_64")]
+        DecodeLoop::Bmi2 => cfg!(not(feature = "safe-decode")) && std::is_x86_feature_detected!("bmi2"),
+        #[cfg(not(target_arch = "x86_64"))]
+        DecodeLoop::Bmi2 => false,
+    }
+}
+
+/// `stream` on every loop this build and CPU have: each gives `decompress`'s verdict and
+/// bytes; the others answer `None`.
+fn assert_every_loop_agrees(what: &str, stream: &[u8], out_len: usize) {
+    let mut want = vec![0u8; out_len];
+    let verdict = decompress(stream, &mut want);
+    for which in DecodeLoop::ALL {
+        let mut out = vec![0xA5u8; out_len];
+        match decompress_on(which, stream, &mut out) {
+            None => assert!(!has_loop(which), "{what}: {which:?} is available but answered None"),
+            Some(got) => {
+                assert!(has_loop(which), "{what}: {which:?} is not available but ran");
+                assert_eq!(got, verdict, "{what}: {which:?}");
+                if let Ok(n) = got {
+                    assert!(out[..n] == want[..n], "{what}: {which:?} decoded other bytes");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn every_decoder_loop_gives_the_same_result() {
+    for (case, _) in cases() {
+        for ext in ["lzo1x", "lzo-rle", "lzo999"] {
+            let s = stream(&case, ext);
+            assert_every_loop_agrees(&format!("{case}.{ext}"), &s, 4096);
+            assert_every_loop_agrees(&format!("{case}.{ext}, short output"), &s, 4095);
+            assert_every_loop_agrees(&format!("{case}.{ext}, cut"), &s[..s.len() - 1], 4096);
+        }
+    }
+}
+
+/// LZO-RLE writes a zero run as an M4 opcode with H = 1 followed by `111111SS 0xFF`; the
+/// same two bytes after an M4 opcode with H = 0 (distance 32767), and any M4 match with
+/// H = 1 (distances from 32768) not followed by them, are ordinary matches.
+#[test]
+fn far_m4_matches_of_lzo_rle_streams_stay_matches() {
+    const LITERALS: usize = 40_000;
+    let mut x = 0x9E37_79B9u32;
+    let literals: Vec<u8> = (0..LITERALS)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x as u8
+        })
+        .collect();
+    // Version header `11 01` (zero runs enabled), then one literal run: 0000_0000, 156
+    // zero bytes (255 each) and 202: 18 + 156 * 255 + 202 = 40000.
+    let mut stream = vec![0x11, 0x01, 0x00];
+    stream.extend(core::iter::repeat_n(0u8, (LITERALS - 18) / 255));
+    stream.push(((LITERALS - 18) % 255) as u8);
+    stream.extend_from_slice(&literals);
+    // M4, H = 0, length 4, distance 0x4000 + 0x3FFF: its distance bytes read `FC FF`.
+    stream.extend_from_slice(&[0x12, 0xFC, 0xFF]);
+    // M4, H = 1, length 4, distance 0x8000 + 7232 = 40000: v = 7232 << 2.
+    stream.extend_from_slice(&[0x1A, 0x00, 0x71]);
+    stream.extend_from_slice(&[0x11, 0x00, 0x00]);
+
+    let mut want = literals.clone();
+    for dist in [32_767, 32_767, 32_767, 32_767, 40_000, 40_000, 40_000, 40_000] {
+        want.push(want[want.len() - dist]);
+    }
+    let mut out = vec![0u8; want.len()];
+    assert_eq!(decompress(&stream, &mut out), Ok(want.len()));
+    assert!(out == want, "a far M4 match was decoded as something else");
+    assert_every_loop_agrees("far M4 matches", &stream, want.len());
+    // One byte short: the last match overruns the output.
+    assert_eq!(decompress(&stream, &mut out[..want.len() - 1]), Err(StreamError::OutputOverrun));
 }
