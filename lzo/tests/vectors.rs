@@ -215,3 +215,53 @@ fn far_m4_matches_of_lzo_rle_streams_stay_matches() {
     // One byte short: the last match overruns the output.
     assert_eq!(decompress(&stream, &mut out[..want.len() - 1]), Err(StreamError::OutputOverrun));
 }
+
+/// FNV-1a (64 bits): a digest to pin streams by.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xCBF2_9CE4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01B3))
+}
+
+/// Inputs longer than the kernel's 49152-byte chunks: the vector pages end to end, the same
+/// with every other page zeroed, and zeros only (runs and matches that chunk boundaries cut).
+fn long_inputs() -> Vec<Vec<u8>> {
+    let pages: Vec<u8> = cases().into_iter().flat_map(|(_, page)| page).collect();
+    let mut sparse = pages.clone();
+    for page in sparse.chunks_mut(4096).step_by(2) {
+        page.fill(0);
+    }
+    vec![pages, sparse, vec![0; 100_000]]
+}
+
+/// The kernel compresses an input in chunks of 49152 bytes, each with a fresh dictionary,
+/// the last 20 bytes of a chunk carried as literals into the next. The vectors are pages, so
+/// no kernel stream of a longer input is at hand: these pins hold the streams this
+/// compressor writes today for longer inputs (and they decode to their input), so that a
+/// change to the chunking shows and has to be made on purpose.
+#[test]
+fn long_input_streams_are_pinned() {
+    let mut c = KernelCompressor::new();
+    let mut got = Vec::new();
+    for input in long_inputs() {
+        let mut out = vec![0u8; max_compressed_len(input.len())];
+        for rle in [false, true] {
+            let n =
+                if rle { c.compress_rle(&input, &mut out) } else { c.compress(&input, &mut out) }.unwrap();
+            let mut back = vec![0u8; input.len()];
+            assert_eq!(decompress(&out[..n], &mut back), Ok(input.len()));
+            assert!(back == input, "a long input does not decode to itself");
+            got.push((n, fnv1a(&out[..n])));
+        }
+    }
+    // (stream length, FNV-1a) for each input, LZO1X then LZO-RLE.
+    assert_eq!(
+        got,
+        [
+            (21033, 0x6517F264606937E1),
+            (21010, 0x800B565607F4251D),
+            (8102, 0xC53E736E4D745009),
+            (8106, 0x0C718720B0EA0DE6),
+            (471, 0xE28867AF07B46595),
+            (275, 0x59286F3E02E573E6),
+        ]
+    );
+}

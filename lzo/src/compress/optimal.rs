@@ -291,3 +291,95 @@ impl OptimalCompressor {
         out.finish(&src[from..], 0)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    extern crate alloc;
+    use alloc::boxed::Box;
+    use alloc::vec;
+    use alloc::vec::Vec;
+
+    use pagecodec::testing::{PageClass, Rng, generate};
+
+    use super::*;
+    use crate::format::END_MARKER;
+
+    /// Pages of every class, and pages whose literal runs and matches need length
+    /// extensions (random runs of 250..=560 bytes between copies of the page's start).
+    fn pages() -> Vec<[u8; PAGE_SIZE]> {
+        let seeds = if cfg!(miri) { 1 } else { 4 };
+        let mut pages: Vec<[u8; PAGE_SIZE]> = PageClass::ALL
+            .iter()
+            .flat_map(|&c| (0..seeds).map(move |s| *generate(c, s).as_bytes()))
+            .collect();
+        let mut rng = Rng::new(5);
+        for run in (250..=560).step_by(if cfg!(miri) { 155 } else { 31 }) {
+            let mut page = [0u8; PAGE_SIZE];
+            rng.fill(&mut page);
+            let mut at = run;
+            while at + 300 <= PAGE_SIZE {
+                page.copy_within(0..300, at);
+                at += 300 + run;
+            }
+            pages.push(page);
+        }
+        pages
+    }
+
+    #[test]
+    fn the_parse_costs_instructions_as_the_encoder_writes_them() {
+        let top = if cfg!(miri) { 300 } else { 1200 };
+        let mut buf = vec![0u8; 2 * top + 64];
+        for dist in [1, 2, M2_MAX_OFFSET, M2_MAX_OFFSET + 1, PAGE_SIZE] {
+            for len in 3..=top {
+                let mut out = Output::new(&mut buf);
+                out.match_(len, dist).unwrap();
+                assert_eq!(match_cost(len, dist), out.pos, "match of {len} at {dist}");
+            }
+        }
+        let lit = vec![0xABu8; top];
+        for t in 1..=top {
+            let n = Output::new(&mut buf).finish(&lit[..t], 0).unwrap();
+            assert_eq!(literal_cost(t, true), n - END_MARKER.len(), "{t} literals at the start");
+            let mut out = Output::new(&mut buf);
+            out.match_(4, 1).unwrap();
+            let before = out.pos;
+            out.literals(&lit[..t]).unwrap();
+            assert_eq!(literal_cost(t, false), out.pos - before, "{t} literals after a match");
+        }
+    }
+
+    #[test]
+    fn the_cheapest_path_costs_what_is_written() {
+        let mut c = Box::new(OptimalCompressor::new(OptimalCompressor::DEFAULT_DEPTH));
+        let mut out = vec![0u8; 2 * PAGE_SIZE];
+        for (i, page) in pages().iter().enumerate() {
+            let n = c.compress(page, &mut out).unwrap();
+            assert_eq!(usize::from(c.before_match[PAGE_SIZE]) + END_MARKER.len(), n, "page {i}");
+        }
+    }
+
+    #[test]
+    fn common_prefixes_are_measured_exactly() {
+        let mut rng = Rng::new(11);
+        let mut src = vec![0u8; 200];
+        rng.fill(&mut src);
+        for same in 0..=60 {
+            let mut s = src.clone();
+            s.copy_within(0..same, 100);
+            s[100 + same] = !s[same];
+            assert_eq!(common(&s, 0, 100, 90), same.min(90), "{same}");
+            assert_eq!(common(&s, 0, 100, same / 2), same / 2, "{same}, capped");
+        }
+        // Past either end: as much as both have.
+        assert_eq!(common(&[1, 2, 3, 1, 2], 0, 3, 10), 2);
+        assert_eq!(common(&[1, 2, 3], 0, 7, 10), 0);
+    }
+
+    #[test]
+    fn depth_is_at_least_one() {
+        assert_eq!(OptimalCompressor::new(0).depth(), 1);
+        assert_eq!(OptimalCompressor::new(1).depth(), 1);
+        assert_eq!(OptimalCompressor::new(40).depth(), 40);
+    }
+}
