@@ -265,3 +265,31 @@ fn long_input_streams_are_pinned() {
         ]
     );
 }
+
+/// `Lzo1x`'s streams (its own search, not the kernel's bytes) for the vector pages, pinned
+/// by total length and FNV-1a of all streams in order: a change of the default codec's
+/// choices (lazy step, recent distances, table) shows and has to be made on purpose.
+#[test]
+fn page_compressor_streams_are_pinned() {
+    use pagecodec::{Page, PageCodec};
+    let mut codec = lzokit::Lzo1x::default();
+    let mut all = Vec::new();
+    let mut out = vec![0u8; max_compressed_len(4096)];
+    for (case, page) in cases() {
+        let page = Page::from(&<[u8; 4096]>::try_from(&page[..]).unwrap());
+        let n = codec.compress(&page, &mut out).unwrap_or_else(|e| panic!("{case}: {e}"));
+        let mut back = Page::zeroed();
+        codec.decompress(&out[..n], &mut back).unwrap();
+        assert!(back == page, "{case}: does not decode to its page");
+        all.extend_from_slice(&out[..n]);
+    }
+    assert_eq!((all.len(), fnv1a(&all)), (18159, 0x4593_FAF3_90D7_3D3E));
+}
+
+#[test]
+fn lzo1x_999_reports_its_depth() {
+    let c = lzokit::Lzo1x999::with_depth(7);
+    assert_eq!(c.depth(), 7);
+    assert_eq!(lzokit::Lzo1x999::with_depth(0).depth(), 1, "at least one candidate");
+    assert!(format!("{c:?}").contains("depth: 7"), "{c:?}");
+}
