@@ -183,15 +183,8 @@ fn every_decoder_loop_gives_the_same_result() {
 #[test]
 fn far_m4_matches_of_lzo_rle_streams_stay_matches() {
     const LITERALS: usize = 40_000;
-    let mut x = 0x9E37_79B9u32;
-    let literals: Vec<u8> = (0..LITERALS)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            x as u8
-        })
-        .collect();
+    let mut literals = vec![0u8; LITERALS];
+    pagecodec::testing::Rng::new(3).fill(&mut literals);
     // Version header `11 01` (zero runs enabled), then one literal run: 0000_0000, 156
     // zero bytes (255 each) and 202: 18 + 156 * 255 + 202 = 40000.
     let mut stream = vec![0x11, 0x01, 0x00];
