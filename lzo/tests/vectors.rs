@@ -133,6 +133,20 @@ fn compressor_matches_the_kernel_byte_for_byte() {
     }
 }
 
+/// The page codecs that promise the kernel's streams (`LzoRle`, `Lzo1xKernel`) write them.
+#[test]
+fn kernel_page_codecs_match_the_kernel_byte_for_byte() {
+    use pagecodec::{Page, PageCodec};
+    let mut out = vec![0u8; max_compressed_len(4096)];
+    for (case, page) in cases() {
+        let page = Page::from(&<[u8; 4096]>::try_from(&page[..]).unwrap());
+        let n = lzokit::LzoRle::default().compress(&page, &mut out).unwrap();
+        assert!(out[..n] == stream(&case, "lzo-rle"), "{case}: LzoRle differs from the kernel's");
+        let n = lzokit::Lzo1xKernel::default().compress(&page, &mut out).unwrap();
+        assert!(out[..n] == stream(&case, "lzo1x"), "{case}: Lzo1xKernel differs from the kernel's");
+    }
+}
+
 /// Whether this build and CPU have `which` (what `decompress_on` promises).
 fn has_loop(which: DecodeLoop) -> bool {
     match which {
@@ -268,12 +282,25 @@ fn page_compressor_streams_are_pinned() {
     assert_eq!(pinned_streams(&mut codec), (18159, 0x4593_FAF3_90D7_3D3E));
 }
 
-/// `Lzo1x999`'s streams of the vector pages, pinned as `Lzo1x`'s are: its search and parse
-/// choose among equally valid streams, and no other test sees a worse choice.
+/// `Lzo1x999`'s streams of the vector pages at several depths, pinned as `Lzo1x`'s are: its
+/// search and parse choose among equally valid streams, and no other test sees a worse choice.
 #[test]
 fn optimal_compressor_streams_are_pinned() {
     let mut codec = lzokit::Lzo1x999::default();
     assert_eq!(pinned_streams(&mut codec), (16015, 0x03F3_A750_91BF_8B0B));
+    // Other depths: the search's pruning and early exits decide more (or fewer) of the
+    // streams; the deeper the search, the smaller the streams.
+    let depths = [
+        (1, 16702, 0xF5C6_F624_6717_95C8),
+        (2, 16489, 0x45A2_E135_1C02_0DDD),
+        (4, 16315, 0x79B1_5E11_C51C_3B0E),
+        (64, 15885, 0x566F_AD5F_3BF4_D7A8),
+        (1000, 15530, 0xE0BF_71F2_C6ED_4451),
+    ];
+    for (depth, len, fnv) in depths {
+        let mut codec = lzokit::Lzo1x999::with_depth(depth);
+        assert_eq!(pinned_streams(&mut codec), (len, fnv), "depth {depth}");
+    }
 }
 
 /// Every vector page through `codec`: each stream decodes to its page; returns the total
@@ -299,4 +326,11 @@ fn lzo1x_999_reports_its_depth() {
     assert_eq!(c.depth(), 7);
     assert_eq!(lzokit::Lzo1x999::with_depth(0).depth(), 1, "at least one candidate");
     assert!(format!("{c:?}").contains("depth: 7"), "{c:?}");
+}
+
+/// The compressors' `Debug` names them and leaves out their tables (tens of kilobytes).
+#[test]
+fn compressors_debug_without_their_tables() {
+    assert_eq!(format!("{:?}", lzokit::KernelCompressor::new()), "KernelCompressor { .. }");
+    assert_eq!(format!("{:?}", lzokit::Lzo1x::default()), "Lzo1x { compressor: PageCompressor { .. } }");
 }

@@ -494,6 +494,33 @@ mod tests {
     }
 
     #[test]
+    fn no_lazy_step_from_the_last_probed_position() {
+        // B (64 random bytes) repeated up to IP_END - 1, where the period breaks: one match at
+        // distance 64 ends there. At IP_END - 1 four copies of the byte before (B[42]) match
+        // at distance 1 (the other recent distance), and at IP_END, as B[44..=46] = B[42]
+        // and the page goes on with B[47..], distance 64 would match longer. A lazy step may
+        // take a match only at a position the scan itself could probe (below IP_END), so the
+        // 4-byte match stays.
+        let mut rng = Rng::new(13);
+        let mut b = [0u8; 64];
+        rng.fill(&mut b);
+        let repeated = b[42];
+        b[44..47].fill(repeated);
+        b[43] = !repeated;
+        b[47] = !repeated;
+        let mut page = [0u8; PAGE_SIZE];
+        for (i, byte) in page.iter_mut().enumerate().take(IP_END - 1) {
+            *byte = b[i % 64];
+        }
+        page[IP_END - 1..IP_END + 3].fill(repeated);
+        page[IP_END + 3..IP_END + 20].copy_from_slice(&b[47..]);
+        let found = round_trip_matches(&page);
+        let last = found[found.len() - 2..].to_vec();
+        assert_eq!(last[0].0 + last[0].1, IP_END - 1, "the period's match ends at IP_END - 1: {found:?}");
+        assert_eq!(last[1], (IP_END - 1, 4, 1), "{found:?}");
+    }
+
+    #[test]
     fn positions_matched_at_a_recent_distance_stay_out_of_the_table() {
         // A match at one of the two recent distances was found before the table was looked
         // at (a recent distance that agrees is always taken first), so its position is not
