@@ -342,6 +342,65 @@ mod tests {
     }
 
     #[test]
+    fn checksum_sees_every_bit_and_overlapping_seeds() {
+        // 67 bytes: eight words and a remainder of three bytes, each mixed on its own.
+        let zeros = [0u8; 67];
+        let base = checksum(7, 3, &zeros);
+        for bit in 0..zeros.len() * 8 {
+            let mut one = zeros;
+            one[bit / 8] = 1 << (bit % 8);
+            assert_ne!(base, checksum(7, 3, &one), "bit {bit}");
+        }
+        // Seeds whose bits overlap: the slot rotated onto the key's high half, the length
+        // onto the key's low bits.
+        assert_ne!(checksum(1 << 32, 1, &zeros), checksum(1 << 32, 0, &zeros));
+        assert_ne!(checksum(64, 0, &zeros), checksum(0, 0, &zeros));
+    }
+
+    #[test]
+    fn names_errors_and_fault_patterns() {
+        assert_eq!(
+            (MemBacking::new(1).name(), FaultyBacking::new(MemBacking::new(1)).name()),
+            ("memory", "faulty")
+        );
+        let all = [
+            BackingError::Io { code: Some(5) },
+            BackingError::Io { code: None },
+            BackingError::ShortWrite,
+            BackingError::ShortRead,
+            BackingError::Full,
+            BackingError::OutOfRange,
+            BackingError::Checksum,
+            BackingError::Unsupported,
+        ];
+        let texts: alloc::vec::Vec<_> = all.iter().map(alloc::string::ToString::to_string).collect();
+        assert!(texts[0].contains("errno 5"), "{texts:?}");
+        for (i, t) in texts.iter().enumerate() {
+            assert!(!t.is_empty() && !texts[..i].contains(t), "{texts:?}");
+        }
+        // Pattern bits in order: the second write fails, the first and third do not.
+        let mut b = FaultyBacking::new(MemBacking::new(1)).fail_writes(0b010, WriteFault::Io);
+        let writes: alloc::vec::Vec<_> = (0..3).map(|_| b.write(0, &[1; SLOT_SIZE]).is_ok()).collect();
+        assert_eq!(writes, [true, false, true]);
+        // A corrupted read flips one bit of one byte, another byte each time.
+        let mut b = FaultyBacking::new(MemBacking::new(1)).fail_reads(u64::MAX, ReadFault::Corrupt);
+        b.write(0, &[0xFF; SLOT_SIZE]).unwrap();
+        let mut flipped = alloc::vec::Vec::new();
+        for _ in 0..2 {
+            let mut back = [0; SLOT_SIZE];
+            b.read(0, &mut back).unwrap();
+            let changed: alloc::vec::Vec<_> = (0..SLOT_SIZE).filter(|&i| back[i] != 0xFF).collect();
+            assert_eq!(changed.len(), 1);
+            assert_eq!(back[changed[0]], 0xFF ^ 0x10);
+            flipped.push(changed[0]);
+        }
+        assert_ne!(flipped[0], flipped[1]);
+        // A boxed backing store forwards flushes.
+        let mut boxed = alloc::boxed::Box::new(FaultyBacking::new(MemBacking::new(1)).fail_flushes(1));
+        assert!(Backing::flush(&mut boxed).is_err());
+    }
+
+    #[test]
     fn faulty_short_write_leaves_half() {
         let mut b = FaultyBacking::new(MemBacking::new(1)).fail_writes(1, WriteFault::Short);
         assert_eq!(b.write(0, &[9; SLOT_SIZE]), Err(BackingError::ShortWrite));

@@ -177,6 +177,27 @@ mod tests {
     use super::*;
 
     #[test]
+    fn io_errors_map_to_backing_errors() {
+        let kind = |k: io::ErrorKind| error(&io::Error::from(k), BackingError::ShortRead);
+        assert_eq!(kind(io::ErrorKind::WriteZero), BackingError::ShortRead);
+        assert_eq!(kind(io::ErrorKind::UnexpectedEof), BackingError::ShortRead);
+        assert_eq!(kind(io::ErrorKind::StorageFull), BackingError::Full);
+        assert_eq!(kind(io::ErrorKind::Unsupported), BackingError::Unsupported);
+        let os = |code: i32| error(&io::Error::from_raw_os_error(code), BackingError::ShortWrite);
+        assert_eq!(os(28), BackingError::Full, "ENOSPC");
+        assert_eq!(os(5), BackingError::Io { code: Some(5) }, "EIO");
+        assert_eq!(kind(io::ErrorKind::Other), BackingError::Io { code: None });
+    }
+
+    #[test]
+    fn slot_buffers_are_aligned_for_direct_io() {
+        let block = Box::new(Block([0; SLOT_SIZE]));
+        assert!(aligned(&block.0));
+        assert!(!aligned(&block.0[1..]));
+        assert_eq!(std::format!("{block:?}"), "Block");
+    }
+
+    #[test]
     fn slots_round_trip_through_a_file() {
         let path = std::env::temp_dir().join(std::format!("pagestore-file-{}.slots", std::process::id()));
         let mut f = FileBacking::create(&path, 4).unwrap().with_sync(true);

@@ -102,7 +102,12 @@ mod tests {
     #[test]
     fn buckets_are_monotonic_and_tight() {
         let mut last = 0;
-        for v in (0..if cfg!(miri) { 2_000u64 } else { 100_000 }).chain([1 << 39, (1 << 41) - 1, u64::MAX]) {
+        for v in (0..if cfg!(miri) { 2_000u64 } else { 100_000 }).chain([
+            1 << 39,
+            1 << 40,
+            (1 << 41) - 1,
+            u64::MAX,
+        ]) {
             let b = bucket_of(v);
             assert!(b >= last && b < BUCKETS, "{v}");
             last = b;
@@ -127,7 +132,7 @@ mod tests {
         let mut g = Histogram::new();
         g.record(1);
         g.merge(&h);
-        assert_eq!((g.count, g.min), (6, 1));
+        assert_eq!((g.count, g.min, g.max, g.sum), (6, 1, 10_000, 14_013));
         assert_eq!(g.median(), 7, "lower median of 1, 5, 7, 1000, 3000, 10000");
     }
 }

@@ -219,3 +219,45 @@ fn compaction_passes_through_to_the_allocator() {
         assert_eq!(page, sparse_page(500 + (key as usize * 37) % 2000));
     }
 }
+
+/// The small accessors: emptiness, `Debug`, clocks compared by function, the huge threshold
+/// clamped to 1..=4096, and the tier errors' messages.
+#[test]
+fn accessors_clocks_thresholds_and_messages() {
+    let mut store = PageStore::new(TrimTrailing);
+    assert!(store.is_empty());
+    store.store(1, &mixed_page(1, 1)).unwrap();
+    assert!(!store.is_empty());
+    let shown = format!("{store:?}");
+    assert!(
+        shown.starts_with("PageStore {") && shown.contains("trim-trailing") && shown.contains("pages: 1"),
+        "{shown}"
+    );
+    fn zero() -> u64 {
+        0
+    }
+    fn one() -> u64 {
+        1
+    }
+    assert_eq!(pagestore::Clock(zero), pagestore::Clock(zero));
+    assert_ne!(pagestore::Clock(zero), pagestore::Clock(one));
+    let huge = |bytes| StoreConfig::default().with_huge_threshold(bytes).huge_threshold;
+    assert_eq!([huge(0), huge(1), huge(4096), huge(4097)], [1, 1, 4096, 4096]);
+    let messages = [
+        pagestore::TierError::BadSlot(4),
+        pagestore::TierError::NoCodec(2),
+        pagestore::TierError::InUse(1),
+        pagestore::TierError::NoBacking,
+    ]
+    .map(|e| e.to_string());
+    assert!(messages[0].contains("slot 4") && messages[1].contains("slot 2"), "{messages:?}");
+    assert!(
+        messages.iter().enumerate().all(|(i, m)| !m.is_empty() && !messages[..i].contains(m)),
+        "{messages:?}"
+    );
+    // A plain codec names its one variant after itself; `Hybrid` names both.
+    use pagestore::EntryCodec;
+    assert_eq!(EntryCodec::variant_name(&TrimTrailing, 0), "trim-trailing");
+    let hybrid = Hybrid::new(TrimTrailing, TrimLeading, 1024);
+    assert_eq!([hybrid.variant_name(0), hybrid.variant_name(1)], ["trim-trailing", "trim-leading"]);
+}

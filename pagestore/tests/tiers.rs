@@ -10,48 +10,13 @@ mod common;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use common::{TrimLeading, TrimTrailing, mixed_page};
-use pagecodec::{CompressError, DecompressError, PAGE_SIZE, Page, PageCodec, same_filled};
+use common::{TrimBoth, TrimLeading, TrimTrailing, mixed_page};
+use pagecodec::{PAGE_SIZE, Page, same_filled};
 use pagestore::{
     Backing, BackingConfig, BackingError, Clock, FaultyBacking, LoadError, MemBacking, PageStore, ReadFault,
     Selection, StoreConfig, TierError, WriteFault,
 };
 use proptest::prelude::*;
-
-/// Stream = a u16 offset and the page from its first to its last non-zero byte.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct TrimBoth;
-
-impl PageCodec for TrimBoth {
-    fn name(&self) -> &'static str {
-        "trim-both"
-    }
-    fn max_compressed_len(&self) -> usize {
-        PAGE_SIZE + 2
-    }
-    fn compress(&mut self, page: &Page, out: &mut [u8]) -> Result<usize, CompressError> {
-        let b = page.as_bytes();
-        let first = b.iter().position(|&x| x != 0).unwrap_or(0);
-        let last = b.iter().rposition(|&x| x != 0).map_or(0, |i| i + 1).max(first);
-        let n = 2 + last - first;
-        let out = out.get_mut(..n).ok_or(CompressError::Incompressible)?;
-        out[..2].copy_from_slice(&(first as u16).to_le_bytes());
-        out[2..].copy_from_slice(&b[first..last]);
-        Ok(n)
-    }
-    fn decompress(&mut self, input: &[u8], page: &mut Page) -> Result<(), DecompressError> {
-        let (head, body) = input.split_at_checked(2).ok_or(DecompressError::corrupt("short"))?;
-        let first = usize::from(u16::from_le_bytes([head[0], head[1]]));
-        let end = first
-            .checked_add(body.len())
-            .filter(|&e| e <= PAGE_SIZE)
-            .ok_or(DecompressError::TrailingInput)?;
-        let bytes = page.as_bytes_mut();
-        bytes.fill(0);
-        bytes[first..end].copy_from_slice(body);
-        Ok(())
-    }
-}
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -356,6 +321,161 @@ fn fault_paths_and_tiers_are_exercised() {
     assert!(written > 100 && failures > 20 && recompressed > 20, "{totals:?}");
 }
 
+/// Recompression page by page, exactly: which pages are attempted (not those below the size
+/// threshold, already in the slot or a later one, same-filled, or marked by a failed
+/// attempt), which streams are replaced (a smaller one within the huge threshold), the
+/// report and the slot's figures.
+#[test]
+fn recompression_counts_exactly() {
+    let page_with = |bytes: core::ops::Range<usize>| {
+        let mut page = Page::zeroed();
+        page.as_bytes_mut()[bytes].fill(5);
+        page
+    };
+    let (start, end, middle) =
+        (page_with(0..10), page_with(PAGE_SIZE - 10..PAGE_SIZE), page_with(1000..1100));
+    let mut store = PageStore::with_config(TrimTrailing, StoreConfig::default());
+    store.set_secondary(1, Box::new(TrimLeading)).unwrap();
+    store.set_secondary(2, Box::new(TrimBoth)).unwrap();
+    // Streams: key 0 10 bytes; key 1 huge (raw); key 2 1100 bytes. TrimLeading's would be
+    // 4096, 10 and 3096 bytes; TrimBoth's 12, 12 and 102.
+    store.store(0, &start).unwrap();
+    store.store(1, &end).unwrap();
+    store.store(2, &middle).unwrap();
+    store.store(3, &Page::filled(1)).unwrap();
+    // Key 8: a 1099-byte stream, just below the first threshold.
+    let below = page_with(0..1099);
+    store.store(8, &below).unwrap();
+    let report = |r: pagestore::RecompressReport| {
+        (r.attempted, r.recompressed, r.left_huge, r.failed, r.bytes_before, r.bytes_after)
+    };
+    let slot = |store: &PageStore<TrimTrailing>, i: usize| {
+        let s = store.stats().tiers.codecs[i];
+        (s.pages, s.compr_bytes, s.recompress_attempts, s.recompressed, s.left_huge, s.bytes_saved)
+    };
+    // Threshold 1100: keys 0 and 8 are below it; key 1 leaves the huge class; key 2
+    // (exactly at the threshold) gets no smaller stream and is marked.
+    let r = store.recompress(Selection::All, 1100, u64::MAX, 1).unwrap();
+    assert_eq!(report(r), (2, 1, 1, 0, 4096, 10));
+    assert_eq!(slot(&store, 1), (1, 10, 2, 1, 1, 4086));
+    assert_eq!(store.stats().mm.huge_pages, 0);
+    // Without a threshold keys 0 and 8 are tried: key 1 is in slot 1 already, key 2 marked.
+    let r = store.recompress(Selection::All, 0, u64::MAX, 1).unwrap();
+    assert_eq!(report(r), (2, 0, 0, 0, 0, 0));
+    assert_eq!(slot(&store, 1), (1, 10, 4, 1, 1, 4086));
+    // Slot 2 tries key 1 (from slot 1: 12 bytes are not fewer than 10) and a new key 4.
+    store.store(4, &middle).unwrap();
+    let r = store.recompress(Selection::All, 0, u64::MAX, 2).unwrap();
+    assert_eq!(report(r), (2, 1, 0, 0, 1100, 102));
+    assert_eq!(slot(&store, 2), (1, 102, 2, 1, 0, 998));
+    assert_eq!(slot(&store, 1), (1, 10, 4, 1, 1, 4086));
+    // At most `max` attempts; `Huge` selects only the huge page (7 holds a small stream).
+    store.store(5, &end).unwrap();
+    store.store(6, &end).unwrap();
+    store.store(7, &middle).unwrap();
+    assert_eq!(report(store.recompress(Selection::All, 0, 1, 1).unwrap()), (1, 1, 1, 0, 4096, 10));
+    assert_eq!(report(store.recompress(Selection::Huge, 0, u64::MAX, 1).unwrap()), (1, 1, 1, 0, 4096, 10));
+    for (key, page) in [(0, &start), (1, &end), (2, &middle), (4, &middle), (5, &end), (6, &end), (8, &below)]
+    {
+        let mut back = Page::zeroed();
+        store.load(key, &mut back).unwrap();
+        assert!(back == *page, "key {key}");
+    }
+    // With timing on, the attempts' time goes to the report and the slot.
+    let mut timed = PageStore::with_config(TrimTrailing, StoreConfig::default().with_timing(true));
+    timed.set_secondary(1, Box::new(TrimLeading)).unwrap();
+    timed.store(0, &end).unwrap();
+    let r = timed.recompress(Selection::All, 0, u64::MAX, 1).unwrap();
+    assert!(r.time > 0 && r.time == timed.stats().tiers.codecs[1].recompress_time, "{r:?}");
+}
+
+/// A memory backing store the test reads too.
+#[derive(Clone)]
+struct Shared(std::sync::Arc<std::sync::Mutex<MemBacking>>);
+
+impl Backing for Shared {
+    fn name(&self) -> &'static str {
+        "shared"
+    }
+    fn slots(&self) -> u64 {
+        self.0.lock().unwrap().slots()
+    }
+    fn write(&mut self, slot: u64, data: &[u8; PAGE_SIZE]) -> Result<(), BackingError> {
+        self.0.lock().unwrap().write(slot, data)
+    }
+    fn read(&mut self, slot: u64, data: &mut [u8; PAGE_SIZE]) -> Result<(), BackingError> {
+        self.0.lock().unwrap().read(slot, data)
+    }
+}
+
+/// Writeback in batches, exactly: reports, what the slots hold (the stream, or with
+/// `pages` the page), and the backing store's counters for writes, reads, failed flushes,
+/// failed reads and checksum failures.
+#[test]
+fn writeback_and_backing_counters_exactly() {
+    // TrimLeading's streams (the page from its first non-zero byte) differ from the pages.
+    let page = |k: u64| {
+        let mut p = Page::zeroed();
+        p.as_bytes_mut()[3500 + k as usize..3600].fill(k as u8 + 1);
+        p
+    };
+    for pages in [false, true] {
+        let shared = Shared(std::sync::Arc::new(std::sync::Mutex::new(MemBacking::new(8))));
+        let mut store = PageStore::with_config(TrimLeading, StoreConfig::default());
+        store.set_backing(Box::new(shared.clone()), BackingConfig::default().with_pages(pages)).unwrap();
+        for k in 0..6 {
+            store.store(k, &page(k)).unwrap();
+        }
+        let r = store.writeback(Selection::All, 5, 2).unwrap();
+        assert_eq!((r.written, r.batches, r.failed, r.error), (5, 3, 0, None), "pages {pages}");
+        let mut slot = [0u8; PAGE_SIZE];
+        for k in 0..5 {
+            shared.0.lock().unwrap().read(k, &mut slot).unwrap();
+            let (p, mut expected) = (page(k), [0u8; PAGE_SIZE]);
+            if pages {
+                expected = *p.as_bytes();
+            } else {
+                let n = TrimLeading::stream_len(&p);
+                expected[..n].copy_from_slice(&p.as_bytes()[PAGE_SIZE - n..]);
+            }
+            assert!(slot == expected, "pages {pages}, slot {k}");
+        }
+        let mut back = Page::zeroed();
+        for k in 0..6 {
+            store.load(k, &mut back).unwrap();
+            assert!(back == page(k), "pages {pages}, key {k}");
+        }
+        let bd = store.stats().tiers.backing;
+        assert_eq!((bd.pages, bd.writes, bd.reads, bd.write_failures), (5, 5, 5, 0), "pages {pages}");
+    }
+    // A failed flush keeps the batch in memory and counts as a write failure.
+    let faulty = FaultyBacking::new(MemBacking::new(8)).fail_flushes(0b01);
+    let mut store = PageStore::with_config(TrimLeading, StoreConfig::default());
+    store.set_backing(Box::new(faulty), BackingConfig::default()).unwrap();
+    for k in 0..4 {
+        store.store(k, &page(k)).unwrap();
+    }
+    let r = store.writeback(Selection::All, 4, 2).unwrap();
+    assert_eq!((r.written, r.batches, r.failed), (0, 0, 2));
+    assert!(r.error.is_some());
+    let bd = store.stats().tiers.backing;
+    assert_eq!((bd.pages, bd.writes, bd.write_failures), (0, 2, 1));
+    // Reads: the second fails, the third is corrupted (a checksum failure).
+    let faulty = FaultyBacking::new(MemBacking::new(8)).fail_reads(0b010, ReadFault::Io);
+    let faulty = FaultyBacking::new(faulty).fail_reads(0b100, ReadFault::Corrupt);
+    let mut store = PageStore::with_config(TrimLeading, StoreConfig::default());
+    store.set_backing(Box::new(faulty), BackingConfig::default()).unwrap();
+    for k in 0..3 {
+        store.store(k, &page(k)).unwrap();
+    }
+    assert_eq!(store.writeback(Selection::All, 3, 3).unwrap().written, 3);
+    let mut back = Page::zeroed();
+    let loads: Vec<bool> = (0..3).map(|k| store.load(k, &mut back).is_ok()).collect();
+    assert_eq!(loads, [true, false, false]);
+    let bd = store.stats().tiers.backing;
+    assert_eq!((bd.reads, bd.read_failures, bd.checksum_failures), (1, 1, 1));
+}
+
 /// Idle marks, access times and the huge class, exactly.
 #[test]
 fn idle_age_and_huge_selections() {
@@ -404,6 +524,13 @@ fn idle_age_and_huge_selections() {
     assert_eq!((bd.pages, bd.slots_used, bd.slots_high, bd.writes), (1, 1, 1, 2));
     assert!(store.remove(0));
     assert_eq!(store.stats().tiers.backing.slots_used, 0);
+    // A load stamps the access time of a page not marked idle too.
+    store.store(9, &tail).unwrap();
+    T.store(300, Ordering::Relaxed);
+    store.load(9, &mut page).unwrap();
+    T.store(310, Ordering::Relaxed);
+    let r = store.writeback(Selection::IdleFor(20), 10, 4).unwrap();
+    assert_eq!(r.written, 1, "key 1 (last touched at 150), not key 9 (at 300)");
 }
 
 /// A full backing store stops writeback with `Full`; everything stays loadable.
@@ -451,6 +578,32 @@ fn file_backing_round_trip() {
         }
         assert_eq!(store.backing_name(), Some("file"));
     }
+    std::fs::remove_file(&path).unwrap();
+}
+
+/// A file opened with `O_DIRECT` (in the build's folder: tmpfs refuses direct I/O): slots
+/// written from and read into buffers off any 4096-byte boundary go through its aligned
+/// buffer.
+#[cfg(all(feature = "std", target_os = "linux"))]
+#[cfg_attr(miri, ignore = "no direct I/O under Miri")]
+#[test]
+fn direct_file_backing_takes_unaligned_buffers() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let path = dir.join(format!("pagestore-direct-{}.slots", std::process::id()));
+    let mut file = pagestore::FileBacking::create_direct(&path, 4).unwrap();
+    assert!(file.is_direct());
+    assert_eq!(file.name(), "file-direct");
+    let mut buf = vec![0u8; 3 * PAGE_SIZE];
+    let off = buf.as_ptr().align_offset(PAGE_SIZE) + 1;
+    let (data, back) = buf[off..off + 2 * PAGE_SIZE].split_at_mut(PAGE_SIZE);
+    let (data, back): (&mut [u8; PAGE_SIZE], &mut [u8; PAGE_SIZE]) =
+        (data.try_into().unwrap(), back.try_into().unwrap());
+    data.iter_mut().enumerate().for_each(|(i, b)| *b = (i % 251) as u8);
+    file.write(2, data).unwrap();
+    file.flush().unwrap();
+    file.read(2, back).unwrap();
+    assert!(back == data);
+    drop(file);
     std::fs::remove_file(&path).unwrap();
 }
 

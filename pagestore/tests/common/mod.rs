@@ -74,6 +74,41 @@ impl PageCodec for TrimLeading {
     }
 }
 
+/// Stream = a u16 offset and the page from its first to its last non-zero byte.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TrimBoth;
+
+impl PageCodec for TrimBoth {
+    fn name(&self) -> &'static str {
+        "trim-both"
+    }
+    fn max_compressed_len(&self) -> usize {
+        PAGE_SIZE + 2
+    }
+    fn compress(&mut self, page: &Page, out: &mut [u8]) -> Result<usize, CompressError> {
+        let b = page.as_bytes();
+        let first = b.iter().position(|&x| x != 0).unwrap_or(0);
+        let last = b.iter().rposition(|&x| x != 0).map_or(0, |i| i + 1).max(first);
+        let n = 2 + last - first;
+        let out = out.get_mut(..n).ok_or(CompressError::Incompressible)?;
+        out[..2].copy_from_slice(&(first as u16).to_le_bytes());
+        out[2..].copy_from_slice(&b[first..last]);
+        Ok(n)
+    }
+    fn decompress(&mut self, input: &[u8], page: &mut Page) -> Result<(), DecompressError> {
+        let (head, body) = input.split_at_checked(2).ok_or(DecompressError::corrupt("short"))?;
+        let first = usize::from(u16::from_le_bytes([head[0], head[1]]));
+        let end = first
+            .checked_add(body.len())
+            .filter(|&e| e <= PAGE_SIZE)
+            .ok_or(DecompressError::TrailingInput)?;
+        let bytes = page.as_bytes_mut();
+        bytes.fill(0);
+        bytes[first..end].copy_from_slice(body);
+        Ok(())
+    }
+}
+
 /// A page of one of several shapes: same-filled, mostly zero at the end or start (so the
 /// trim codecs give every size), random (huge), and the pagecodec generator classes.
 pub fn mixed_page(kind: u8, seed: u64) -> Page {
