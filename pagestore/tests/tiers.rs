@@ -381,6 +381,24 @@ fn recompression_counts_exactly() {
         store.load(key, &mut back).unwrap();
         assert!(back == *page, "key {key}");
     }
+    // A full store: the new stream cannot be allocated, the attempt fails, the page stays.
+    let mut full = PageStore::with_config(TrimTrailing, StoreConfig::default().with_mem_limit(32 * 1024));
+    full.set_secondary(1, Box::new(TrimLeading)).unwrap();
+    full.store(0, &end).unwrap();
+    let (mut key, mut len) = (1, PAGE_SIZE / 2);
+    while len > 0 {
+        let mut page = Page::zeroed();
+        page.as_bytes_mut()[len - 1] = 1;
+        match full.store(key, &page) {
+            Ok(()) => key += 1,
+            Err(_) => len /= 2,
+        }
+    }
+    let r = full.recompress(Selection::Huge, 0, u64::MAX, 1).unwrap();
+    assert_eq!(report(r), (1, 0, 0, 1, 0, 0));
+    let mut back = Page::zeroed();
+    full.load(0, &mut back).unwrap();
+    assert!(back == end);
     // With timing on, the attempts' time goes to the report and the slot.
     let mut timed = PageStore::with_config(TrimTrailing, StoreConfig::default().with_timing(true));
     timed.set_secondary(1, Box::new(TrimLeading)).unwrap();
