@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use common::{TrimBoth, TrimLeading, TrimTrailing, mixed_page};
-use pagecodec::{PAGE_SIZE, Page, same_filled};
+use pagecodec::{CompressError, DecompressError, PAGE_SIZE, Page, PageCodec, same_filled};
 use pagestore::{
     Backing, BackingConfig, BackingError, Clock, FaultyBacking, LoadError, MemBacking, PageStore, ReadFault,
     Selection, StoreConfig, TierError, WriteFault,
@@ -405,6 +405,42 @@ fn recompression_counts_exactly() {
     timed.store(0, &end).unwrap();
     let r = timed.recompress(Selection::All, 0, u64::MAX, 1).unwrap();
     assert!(r.time > 0 && r.time == timed.stats().tiers.codecs[1].recompress_time, "{r:?}");
+}
+
+/// A codec that claims a stream of `0.0` bytes whatever its buffer (0, or more than the
+/// buffer holds), and reads nothing back.
+struct Claims(usize);
+
+impl PageCodec for Claims {
+    fn name(&self) -> &'static str {
+        "claims"
+    }
+    fn max_compressed_len(&self) -> usize {
+        PAGE_SIZE
+    }
+    fn compress(&mut self, _page: &Page, _out: &mut [u8]) -> Result<usize, CompressError> {
+        Ok(self.0)
+    }
+    fn decompress(&mut self, _input: &[u8], _page: &mut Page) -> Result<(), DecompressError> {
+        Err(DecompressError::corrupt("claims"))
+    }
+}
+
+/// A secondary codec that reports an empty stream, or one longer than its buffer, replaces
+/// nothing: the attempt marks the page, which loads as before.
+#[test]
+fn recompression_takes_no_impossible_stream_length() {
+    for claimed in [0, PAGE_SIZE + 1] {
+        let mut store = PageStore::new(TrimTrailing);
+        store.set_secondary(1, Box::new(Claims(claimed))).unwrap();
+        let page = mixed_page(1, 7);
+        store.store(0, &page).unwrap();
+        let r = store.recompress(Selection::All, 0, u64::MAX, 1).unwrap();
+        assert_eq!((r.attempted, r.recompressed, r.failed), (1, 0, 0), "claimed {claimed}");
+        let mut back = Page::zeroed();
+        store.load(0, &mut back).unwrap();
+        assert!(back == page, "claimed {claimed}");
+    }
 }
 
 /// A memory backing store the test reads too.
