@@ -327,32 +327,35 @@ pub(crate) fn expand_sparse(input: &[u8], page: &mut [u8]) -> Result<(), Decompr
     Ok(())
 }
 
-/// Header, sparse form and validation (with `U`'s loops) shared by every decoder; `expand`
-/// writes the page from a validated normal-form stream.
+/// Header, sparse form and validation (with `U`'s loops), shared by every decoder: a
+/// sparse-form stream is written into `page` here (`Ok(None)`); a normal-form stream is
+/// validated and its areas unpacked into `s` (`Ok(Some(v))`) for the caller to expand.
+///
+/// Each decoder calls its expand step itself rather than passing it in as a closure: with
+/// the compilers of the minimum supported Rust version, a closure does not inherit its
+/// enclosing function's target features, and the SIMD intrinsics in it became calls (the
+/// AVX2 decoder ran several times slower; docs/perf/wkdm.md).
 ///
 /// # Safety
 ///
 /// The CPU has the instruction set of `U`.
 #[inline(always)]
-pub(crate) unsafe fn decompress_with<U: Unpack, const W: usize>(
-    input: &[u8],
+pub(crate) unsafe fn validate_page<'a, U: Unpack, const W: usize>(
+    input: &'a [u8],
     s: &mut Scratch<W>,
     page: &mut [u8],
-    expand: impl FnOnce(Validated<'_>, &mut Scratch<W>, &mut [u8]),
-) -> Result<(), DecompressError> {
+) -> Result<Option<Validated<'a>>, DecompressError> {
     if input.len() < 4 {
         return Err(DecompressError::Truncated);
     }
     if format::read_word(input, 0) == SPARSE_MAGIC {
-        return expand_sparse(input, page);
+        return expand_sparse(input, page).map(|()| None);
     }
     if input.len() < 4 * HEADER_WORDS {
         return Err(DecompressError::Truncated);
     }
     // SAFETY: the caller's contract, passed on.
-    let v = unsafe { U::validate::<W>(input, s)? };
-    expand(v, s, page);
-    Ok(())
+    unsafe { U::validate::<W>(input, s) }.map(Some)
 }
 
 /// The whole scalar decompressor.
@@ -364,20 +367,20 @@ pub(crate) fn decompress<const W: usize>(
     page: &mut [u8],
 ) -> Result<(), DecompressError> {
     // SAFETY: the scalar loops need no particular instruction set.
-    unsafe {
-        decompress_with::<ScalarUnpack, W>(input, s, page, |v, s, page| {
-            // On pages with many zero words the branch past them predicts well (they come in
-            // regular patterns, such as the upper halves of small 64-bit values) and saves the
-            // word's loads and stores; on others it mispredicts more than it saves. Measured
-            // (pagebench, 3000 pages each, median ticks): python pages 6110-6214 -> 4316-4446,
-            // node pages unchanged; skipping on every page made node pages 6% slower.
-            if 4 * v.zeros > W {
-                expand::<W, true>(v, s, preload, page)
-            } else {
-                expand::<W, false>(v, s, preload, page)
-            }
-        })
+    let Some(v) = (unsafe { validate_page::<ScalarUnpack, W>(input, s, page)? }) else {
+        return Ok(());
+    };
+    // On pages with many zero words the branch past them predicts well (they come in
+    // regular patterns, such as the upper halves of small 64-bit values) and saves the
+    // word's loads and stores; on others it mispredicts more than it saves. Measured
+    // (pagebench, 3000 pages each, median ticks): python pages 6110-6214 -> 4316-4446,
+    // node pages unchanged; skipping on every page made node pages 6% slower.
+    if 4 * v.zeros > W {
+        expand::<W, true>(v, s, preload, page)
+    } else {
+        expand::<W, false>(v, s, preload, page)
     }
+    Ok(())
 }
 
 #[cfg(test)]

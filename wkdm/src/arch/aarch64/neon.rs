@@ -8,7 +8,7 @@ use core::arch::aarch64::*;
 use core::ops::Range;
 
 use crate::compress::Counts;
-use crate::decompress::{KEEP, ScalarUnpack, Unpack, decompress_with};
+use crate::decompress::{KEEP, ScalarUnpack, Unpack, validate_page};
 use crate::format::LOW_MASK;
 use crate::pipeline::KernelResult;
 use crate::scratch::Scratch;
@@ -308,9 +308,11 @@ pub(crate) unsafe fn decompress<const W: usize>(
     // SAFETY: NEON is enabled here, all that `Neon` and `expand_streams` use;
     // `expand_streams` gets `v` and `s` from the validation of this stream.
     unsafe {
-        decompress_with::<Neon, W>(input, s, page, |v, s, page| {
-            expand_streams::<W>(v.tags, v.misses, s, page);
-            expand::chain::<W>(v.zeros, s, preload, page);
-        })
+        let Some(v) = validate_page::<Neon, W>(input, s, page)? else {
+            return Ok(());
+        };
+        expand_streams::<W>(v.tags, v.misses, s, page);
+        expand::chain::<W>(v.zeros, s, preload, page);
     }
+    Ok(())
 }

@@ -10,7 +10,7 @@ use core::arch::x86_64::*;
 use core::ops::Range;
 
 use crate::compress::Counts;
-use crate::decompress::{KEEP, ScalarUnpack, Unpack, decompress_with};
+use crate::decompress::{KEEP, ScalarUnpack, Unpack, validate_page};
 use crate::format::{self, LOW_MASK};
 use crate::pipeline::KernelResult;
 use crate::scratch::Scratch;
@@ -371,8 +371,10 @@ pub(crate) unsafe fn decompress<const W: usize>(
     // SAFETY: AVX2 and BMI2 are enabled here, all that `Avx2` uses; `expand::decode` gets
     // `v` and `s` from the validation of this stream.
     unsafe {
-        decompress_with::<Avx2, W>(input, s, page, |v, s, page| {
-            expand::decode::<Avx2, W>(v, s, preload, page)
-        })
+        let Some(v) = validate_page::<Avx2, W>(input, s, page)? else {
+            return Ok(());
+        };
+        expand::decode::<Avx2, W>(v, s, preload, page);
     }
+    Ok(())
 }

@@ -41,7 +41,7 @@ use core::arch::x86_64::*;
 use core::ops::Range;
 
 use crate::compress::Counts;
-use crate::decompress::{Validated, decompress_with};
+use crate::decompress::{Validated, validate_page};
 use crate::format::{self, LOW_MASK, SLOT};
 use crate::pipeline::KernelResult;
 use crate::scratch::Scratch;
@@ -181,7 +181,16 @@ impl Consts {
         // SAFETY: the caller guarantees AVX-512F.
         unsafe {
             Consts {
-                slot_tables: SLOT_TABLES.each_ref().map(|t| load(t)),
+                // Written out, not `map`ped: a closure run by `array::map` lacks this
+                // function's target features, so with several codegen units the intrinsics
+                // in it are compiled as calls (see docs/perf/wkdm.md, cargo's default
+                // release profile).
+                slot_tables: [
+                    load(&SLOT_TABLES[0]),
+                    load(&SLOT_TABLES[1]),
+                    load(&SLOT_TABLES[2]),
+                    load(&SLOT_TABLES[3]),
+                ],
                 rows_to_blocks: load(&ROWS_TO_BLOCKS),
                 to_slots: [load(&BLOCKS_TO_SLOTS[0]), load(&BLOCKS_TO_SLOTS[1])],
                 lane_bit: load(&LANE_BIT),
@@ -224,8 +233,12 @@ impl Consts {
         unsafe {
             let blocks = _mm512_permutex2var_epi8(rows[0], self.rows_to_blocks, rows[1]);
             let columns = _mm512_gf2p8affine_epi64_epi8::<0>(self.unit, blocks);
-            self.to_slots
-                .map(|to_slots| _mm512_maskz_permutexvar_epi8(0xCCCC_CCCC_CCCC_CCCC, to_slots, columns))
+            // Written out, not `map`ped (see `Consts::load`).
+            let upper_halves = 0xCCCC_CCCC_CCCC_CCCC; // bytes 2 and 3 of each lane
+            [
+                _mm512_maskz_permutexvar_epi8(upper_halves, self.to_slots[0], columns),
+                _mm512_maskz_permutexvar_epi8(upper_halves, self.to_slots[1], columns),
+            ]
         }
     }
 
@@ -372,7 +385,13 @@ pub(crate) unsafe fn decompress<const W: usize>(
 ) -> Result<(), DecompressError> {
     // SAFETY: every instruction set `Avx2` and `decode` use is enabled here; `decode` gets
     // `v` and `s` from the validation of this stream.
-    unsafe { decompress_with::<Avx2, W>(input, s, page, |v, s, page| decode::<W>(v, s, preload, page)) }
+    unsafe {
+        let Some(v) = validate_page::<Avx2, W>(input, s, page)? else {
+            return Ok(());
+        };
+        decode::<W>(v, s, preload, page);
+    }
+    Ok(())
 }
 
 /// The compressor's dictionary replay, with the contract of
