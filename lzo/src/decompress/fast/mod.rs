@@ -187,7 +187,35 @@ fn bmi2_available() -> bool {
 unsafe fn fast_loop_bmi2(src: &[u8], dst: &mut [u8], at: Position) -> Position {
     // SAFETY: the CPU has BMI2 (the caller's contract).
     let pext = unsafe { Pext::new() };
-    fast_phases_with!(src, dst, at, pext)
+    fast_phases(
+        src,
+        dst,
+        at,
+        // SAFETY: the CPU has BMI2 (the caller's contract).
+        |s, d, a| unsafe { fast_loop_bmi2_phase::<false>(s, d, a, pext) },
+        // SAFETY: as for the early phase.
+        |s, d, a| unsafe { fast_loop_bmi2_phase::<true>(s, d, a, pext) },
+    )
+}
+
+/// One phase of [`fast_loop_bmi2`], a function of its own with the target feature: with the
+/// compilers of the minimum supported Rust version a closure does not inherit its enclosing
+/// function's target features, and `pext` in a closure became a call. Newer compilers inline
+/// this into the closure: the same code as a closure calling [`fast_loop`] directly.
+///
+/// # Safety
+///
+/// The CPU supports BMI2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "bmi2")]
+#[inline]
+unsafe fn fast_loop_bmi2_phase<const PRIMED: bool>(
+    src: &[u8],
+    dst: &mut [u8],
+    at: Position,
+    pext: Pext,
+) -> Position {
+    fast_loop::<PRIMED>(src, dst, at, pext)
 }
 
 /// [`decompress_fast`] on the fast loop `which` (`Reference` is not one); `None` where the
