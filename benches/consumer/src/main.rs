@@ -89,6 +89,8 @@ fn main() {
         .collect();
     codecs.push(("lzo".into(), Box::new(lzokit::Lzo1x::default())));
     codecs.push(("lzo-rle".into(), Box::new(lzokit::LzoRle::default())));
+    codecs.push(("lzo-kernel".into(), Box::new(lzokit::Lzo1xKernel::default())));
+    codecs.push(("lzo-999".into(), Box::new(lzokit::Lzo1x999::default())));
     for (name, codec) in &mut codecs {
         let (c, d) = measure(codec.as_mut(), &pages);
         println!("{name:<12} {c:>10.0} {d:>10.0}");
