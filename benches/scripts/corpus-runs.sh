@@ -29,7 +29,8 @@ extra=("$@")
 # references; CODECS=... replaces the list.
 if [ -z "${CODECS:-}" ]; then
     CODECS=wkdm
-    if grep -qw avx512vbmi2 /proc/cpuinfo 2>/dev/null; then CODECS+=",wkdm-avx2"; fi
+    # Linux names the flag avx512_vbmi2 (older kernels avx512vbmi2).
+    if grep -qwE 'avx512_?vbmi2' /proc/cpuinfo 2>/dev/null; then CODECS+=",wkdm-avx2"; fi
     if grep -qw sse4_1 /proc/cpuinfo 2>/dev/null; then CODECS+=",wkdm-sse4.1"; fi
     CODECS+=",wkdm-scalar,lzo,lzo-rle,liblzo2,lz4"
 fi

@@ -3,7 +3,7 @@
 # LZO codecs against C liblzo2 and C LZ4 on them, back to back and in sweeps.
 #   bash benches/scripts/fresh-corpora.sh OUTDIR RESULT.txt
 # OUTDIR receives sqlite.pages (an in-memory SQLite database of 300,000 rows with two
-# indexes), gcc.pages (GCC's cc1 nine seconds into compiling a generated 2 MB C file at -O2)
+# indexes), gcc.pages (GCC's cc1 compiling a generated 2 MB C file at -O2, once it holds 150 MiB)
 # and dom.pages (node holding a browser-like heap: benches/scripts/dom-heap.js). Needs
 # sqlite3, gcc, node and ptrace rights over the children (root or the same user).
 set -euo pipefail
@@ -38,8 +38,17 @@ with open(sys.argv[1], "w") as f:
     f.write("  printf(\"%d\\n\", t); return 0; }\n")
 PY
 gcc -O2 -c "$outdir/big.c" -o "$outdir/big.o" &
-sleep 9
-"$pb" capture -o "$outdir/gcc.pages" --pid "$(pgrep -n -f "cc1 .*big.c")"
+# Mid-compile on any machine: once cc1 holds 150 MiB (about half its peak), not after a fixed
+# time, which a fast machine outlives.
+cc1=""
+for _ in $(seq 600); do
+    cc1=$(pgrep -n -f "cc1 .*big.c" || true)
+    rss=$( [ -n "$cc1" ] && awk '/^VmRSS:/ {print $2}' "/proc/$cc1/status" 2>/dev/null || echo 0)
+    [ "${rss:-0}" -ge $((150 * 1024)) ] && break
+    sleep 0.1
+done
+[ "${rss:-0}" -ge $((150 * 1024)) ] || { echo "fresh-corpora: cc1 never reached 150 MiB" >&2; exit 1; }
+"$pb" capture -o "$outdir/gcc.pages" --pid "$cc1"
 wait
 
 "$pb" capture -o "$outdir/dom.pages" -- node "$here/dom-heap.js"
