@@ -146,7 +146,9 @@ impl OptimalCompressor {
         (best, near)
     }
 
-    /// Cheapest cost of `src[..k]` followed by a match or the end (literals allowed).
+    /// Cheapest cost of `src[..k]` followed by a match or the end (literals allowed). Of
+    /// equal costs the run found first stays (the stream's start, then the shorter runs, then
+    /// the long run), and of long-run starts with equal estimates the earliest is costed.
     fn settle(&mut self, k: usize, long_min: &mut Option<(i64, usize)>) {
         let mut best = (usize::from(INF), 0);
         // A run from the stream's start.
@@ -374,6 +376,34 @@ mod tests {
         // Past either end: as much as both have.
         assert_eq!(common(&[1, 2, 3, 1, 2], 0, 3, 10), 2);
         assert_eq!(common(&[1, 2, 3], 0, 7, 10), 0);
+    }
+
+    /// `settle` up to `top` with matches ending only at `ends` (position, cost): the cost of
+    /// `src[..top]` and where its final literal run starts.
+    fn settled(ends: &[(usize, u16)], top: usize) -> (u16, u16) {
+        let mut c = Box::new(OptimalCompressor::new(1));
+        c.after_match.fill(INF);
+        c.after_match[0] = 0;
+        for &(j, g) in ends {
+            c.after_match[j] = g;
+        }
+        let mut long_min = None;
+        for k in 0..=top {
+            c.settle(k, &mut long_min);
+        }
+        (c.before_match[top], c.literals_from[top])
+    }
+
+    #[test]
+    fn equal_costs_keep_the_run_found_first() {
+        // 300 literals from the stream's start take 303 bytes; after a match ending at 100
+        // that cost 101 bytes, the 200 literals take 202: a tie, and the start's run stays.
+        assert_eq!(settled(&[(100, 101)], 300), (303, 0));
+        assert_eq!(settled(&[(100, 100)], 300), (302, 100));
+        // Two long runs with equal estimates (255 * 5 - 256 * 10 = 255 * 261 - 256 * 265):
+        // the earlier start is costed (5 + 293 bytes), though the later one would take
+        // 261 + 36.
+        assert_eq!(settled(&[(10, 5), (265, 261)], 300), (298, 10));
     }
 
     #[test]
