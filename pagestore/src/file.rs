@@ -214,4 +214,16 @@ mod tests {
         drop(f);
         std::fs::remove_file(&path).unwrap();
     }
+
+    /// A file that cannot be synced: Linux's `fdatasync` refuses a character device with
+    /// `EINVAL`, which `flush` reports only when syncing is on.
+    #[cfg(target_os = "linux")]
+    #[test]
+    #[cfg_attr(miri, ignore = "Miri does not run fdatasync on a device")]
+    fn a_failing_sync_fails_the_flush() {
+        let mut f = FileBacking::create("/dev/null", 4).unwrap();
+        assert_eq!(f.flush(), Ok(()), "syncing is off by default");
+        let mut f = f.with_sync(true);
+        assert_eq!(f.flush(), Err(BackingError::Io { code: Some(22) }));
+    }
 }
