@@ -406,6 +406,25 @@ mod tests {
         assert_eq!(settled(&[(10, 5), (265, 261)], 300), (298, 10));
     }
 
+    /// Why the long-run minimum may skip position 0 and unreached positions: a start whose
+    /// estimate `255 * g - 256 * j` is not negative never costs less than the stream's own
+    /// run, so neither can displace a start that wins.
+    #[test]
+    fn starts_estimated_at_zero_or_more_never_beat_the_streams_run() {
+        let step = if cfg!(miri) { 97 } else { 1 };
+        for j in (1..PAGE_SIZE).step_by(step) {
+            // The cheapest cost with a non-negative estimate.
+            let g = (256 * j).div_ceil(255);
+            for k in (j + 19..=PAGE_SIZE).step_by(step) {
+                assert!(g + literal_cost(k - j, false) >= literal_cost(k, true), "start {j}, end {k}");
+            }
+        }
+        // Nor does position 0 taken as a match's end (long runs only: 19 literals or more).
+        for t in 19..=PAGE_SIZE {
+            assert!(literal_cost(t, true) <= literal_cost(t, false), "{t}");
+        }
+    }
+
     #[test]
     fn depth_is_at_least_one() {
         assert_eq!(OptimalCompressor::new(0).depth(), 1);
