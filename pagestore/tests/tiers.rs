@@ -407,7 +407,7 @@ fn recompression_counts_exactly() {
     assert!(r.time > 0 && r.time == timed.stats().tiers.codecs[1].recompress_time, "{r:?}");
 }
 
-/// A codec that claims a stream of `0.0` bytes whatever its buffer (0, or more than the
+/// A codec that claims a stream of its field's length whatever its buffer (0, or more than the
 /// buffer holds), and reads nothing back.
 struct Claims(usize);
 
