@@ -208,11 +208,12 @@ impl PageCompressor {
                     let (word, behind) =
                         unsafe { (le64(src, next), [rep0.word_behind(next), rep1.word_behind(next)]) };
                     // The candidate at the match's own distance (when the match came from a
-                    // recent distance) is that match less its first byte and never wins; it is
-                    // not skipped by name, as the extra test made compression slower with the
-                    // same streams (docs/perf/lzokit.md).
+                    // recent distance) is that match less its first byte and never wins. It
+                    // is ruled out by a set bit, not by a branch: whether it is there depends
+                    // on where the match came from, which a core that has not seen the page
+                    // mispredicts; a branch made compression slower (docs/perf/lzokit.md).
                     for (recent, behind) in [rep0, rep1].into_iter().zip(behind) {
-                        let diff = word ^ behind;
+                        let diff = (word ^ behind) | u64::from(recent.distance == dist);
                         if diff as u32 != 0 {
                             continue;
                         }
@@ -233,10 +234,13 @@ impl PageCompressor {
                 unsafe { core::hint::assert_unchecked(m_len <= PAGE_SIZE) };
                 // SAFETY: the literals end at ip < IP_END, so ip + 16 <= src.len().
                 unsafe { out.literals_and_match(src, ip - lits, lits, m_len, dist)? };
+                // `rep0` is rebuilt even when the distance is the same (to the same value),
+                // so that only `rep1`'s copy depends on the comparison: measured faster in
+                // both orders (docs/perf/lzokit.md).
                 if dist != rep0.distance {
                     rep1 = rep0;
-                    rep0 = Recent::new(src, dist);
                 }
+                rep0 = Recent::new(src, dist);
                 ip += m_len;
                 lits = 0;
             }
