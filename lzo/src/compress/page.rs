@@ -214,7 +214,7 @@ impl PageCompressor {
                     // mispredicts; a branch made compression slower (docs/perf/lzokit.md).
                     for (recent, behind) in [rep0, rep1].into_iter().zip(behind) {
                         let diff = (word ^ behind) | u64::from(recent.distance == dist);
-                        if diff as u32 != 0 {
+                        if diff & LAZY_MUST_AGREE != 0 {
                             continue;
                         }
                         // SAFETY: next - distance < next < IP_END; diff's low 4 bytes are 0.
@@ -257,6 +257,11 @@ const LAZY_MAX: usize = 32;
 /// How many bytes longer the later match must be than the one it replaces, which it pushes
 /// back by one literal. With 1, decoding was 1-2% slower on every corpus.
 const LAZY_GAIN: usize = 2;
+/// The bytes a lazy candidate must agree in before its length is measured: a match has at
+/// least 4 bytes, so only a candidate of `4 + LAZY_GAIN` or more can win. Testing 4 sent
+/// more candidates into the length's branches, which a core that has not seen the page
+/// mispredicts (docs/perf/lzokit.md).
+const LAZY_MUST_AGREE: u64 = (1 << (8 * (4 + LAZY_GAIN))) - 1;
 
 /// The length of the match at `ip` from `m_pos`, whose first 8 bytes XOR to `diff`, up to
 /// the first byte that differs or, like the kernel's, once it reaches [`IP_END`].
