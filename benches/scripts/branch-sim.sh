@@ -22,17 +22,19 @@ for codec in "$@"; do
     printf '%10s %10s %10s  %s\n' Ir Bc Bcm function
     # Function rows of cg_annotate: "Ir (pct) Bc (pct) Bcm (pct) file:function", one per
     # function and source file; summed per function (inlined code keeps its own file).
-    cg_annotate --show=Ir,Bc,Bcm --sort=Bcm "$work/$codec.out" 2>/dev/null \
+    cg_annotate --show=Ir,Bc,Bcm --sort=Bcm --threshold=0 --auto=no "$work/$codec.out" 2>/dev/null \
         | awk -v n="$pages" '
             /file:function/ { on = 1; getline; next }
             on && !/[0-9]/ { on = 0 }
             on {
                 line = $0
-                # Three counts, each followed by its share in parentheses, then file:function.
+                # Three counts, each followed by its share in parentheses unless it is 0,
+                # then file:function.
                 for (f = 1; f <= 3; f++) {
                     sub(/^ */, "", line)
                     v[f] = line; sub(/ .*/, "", v[f]); gsub(",", "", v[f])
-                    sub(/^[^(]*\([^)]*\) */, "", line)
+                    if (line ~ /^[0-9,]+ +\(/) sub(/^[0-9,]+ +\([^)]*\) */, "", line)
+                    else sub(/^[0-9,]+ */, "", line)
                 }
                 name = line; sub(/^[^:]*:/, "", name)
                 if (!(name in m)) order[++k] = name
