@@ -47,13 +47,7 @@ for codec in "$@"; do
                 i[name] += v[1]; c[name] += v[2]; m[name] += v[3]
             }
             END {
-                # The five with the most mispredictions (k is small: a selection sort).
-                for (r = 1; r <= 5 && r <= k; r++) {
-                    best = 0
-                    for (j = 1; j <= k; j++)
-                        if (!(order[j] in done) && (best == 0 || m[order[j]] > m[order[best]])) best = j
-                    f = order[best]; done[f] = 1
-                    printf "%10.0f %10.0f %10.0f  %s\n", i[f] / n, c[f] / n, m[f] / n, f
-                }
-            }'
+                for (j = 1; j <= k; j++)
+                    printf "%10.0f %10.0f %10.0f  %s\n", i[order[j]] / n, c[order[j]] / n, m[order[j]] / n, order[j]
+            }' | sort -k3,3nr -s | head -5
 done
