@@ -81,7 +81,8 @@ extract() {
             r = order[i]; split(r, f, " ")
             printf "%-10s %-12s %-4s | %9s -> %-9s | %9s -> %-9s | %d/%d\n", f[1], f[2], f[3],
                 med[r " liblzo2 A"], med[r " liblzo2 B"], med[r " lz4 A"], med[r " lz4 B"],
-                cnt[r " liblzo2 A"], cnt[r " liblzo2 B"]
+                cnt[r " liblzo2 A"] + 0 ? cnt[r " liblzo2 A"] : cnt[r " lz4 A"],
+                cnt[r " liblzo2 B"] + 0 ? cnt[r " liblzo2 B"] : cnt[r " lz4 B"]
         }
     }'
 echo "outputs kept in $outdir" >&2
