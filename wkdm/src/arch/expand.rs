@@ -2,7 +2,7 @@
 //!
 //! 1. Stage 1 (vector): expands the misses and low bits into their words of the page (0
 //!    elsewhere) and writes, per word, a *route* byte, the dictionary slot it reads and
-//!    writes (the hit's index, the miss's hashed slot, or the dump entry 16 for a zero
+//!    writes (the hit's index, the miss's hashed slot, or [`ZERO_ROUTE`] for a zero
 //!    word), and a *keep* mask, the bits of that entry it keeps (by tag, see
 //!    [`KEEP`](crate::decompress::KEEP)). AVX2 runs [`expand_streams`], written over
 //!    [`Expand`]; NEON has its own, 16 words per step (`aarch64::neon`).
@@ -21,7 +21,6 @@
 //! zero words skipped, the single chain is faster on python pages and as fast on node
 //! pages (SPEC.md section 4).
 
-use crate::decompress::DUMP_ENTRY;
 #[cfg(target_arch = "x86_64")]
 use crate::decompress::Validated;
 use crate::format;
@@ -29,6 +28,11 @@ use crate::scratch::Scratch;
 
 #[cfg(target_arch = "x86_64")]
 use super::lanes::Lanes;
+
+/// The route of a zero word: the chain's dump entry, which absorbs its load and store. All
+/// five bits a route uses are set, so that a route can be formed by AND-ing a hit's index
+/// and a miss's slot with this value standing for "not selected".
+pub(crate) const ZERO_ROUTE: u8 = 31;
 
 /// What the SIMD decoder ([`super::expand`]) needs beyond [`Lanes`].
 ///
@@ -56,13 +60,14 @@ pub(crate) trait Expand: Lanes {
     /// `dst` is valid for writes of `4 * LANES` bytes.
     unsafe fn store(self, dst: *mut u8);
 
-    /// The bytes at `src` moved to the bytes `k < LANES` selected by `mask`, in order, as
-    /// a little-endian `u64`; 0 in the other bytes.
+    /// Stores the routes of `LANES` words: the bytes at `indices` moved to the lanes
+    /// selected by `hit`, those at `slots` to the lanes selected by `miss` (disjoint from
+    /// `hit`), each in order, and [`ZERO_ROUTE`] in the other lanes.
     ///
     /// # Safety
     ///
-    /// `src` is valid for reads of 16 bytes.
-    unsafe fn expand_bytes(src: *const u8, mask: u32) -> u64;
+    /// `indices` and `slots` are valid for reads of 8 bytes, `dst` for writes of 8.
+    unsafe fn store_routes(indices: *const u8, hit: u32, slots: *const u8, miss: u32, dst: *mut u8);
 
     /// Bits 0, 2, 4, ... of `x` gathered into bits 0, 1, 2, ...
     unsafe fn even_bits(x: u32) -> u32;
@@ -116,15 +121,16 @@ pub(crate) fn chain<const W: usize>(zeros: usize, s: &Scratch<W>, preload: u32, 
 #[inline(always)]
 unsafe fn expand_streams<V: Expand, const W: usize>(v: Validated<'_>, s: &mut Scratch<W>, page: &mut [u8]) {
     assert!(page.len() == 4 * W && W % 16 == 0 && v.tags.len() == W / 4 && v.misses <= W);
+    assert!(s.word_routes.len() == W);
     for (slot, &w) in s.miss_slots.iter_mut().zip(&s.misses[..v.misses]) {
         *slot = format::slot(w) as u8;
     }
-    let dump_entry = u64::from(DUMP_ENTRY) * 0x0101_0101_0101_0101;
     let lane_bits = (1u32 << V::LANES) - 1;
     let misses = s.misses.as_ptr();
     let miss_slots = s.miss_slots.as_ptr();
     let lows = s.lows.as_ptr();
     let indices = s.indices.as_ptr();
+    let routes = s.word_routes.as_mut_ptr();
     let (mut mi, mut pi, mut hi) = (0usize, 0usize, 0usize);
     for (group, tag_word) in v.tags.chunks_exact(4).enumerate() {
         // Tag k of the group's words at bits 2k, 2k + 1; PARTIAL = 1, MISS = 2, EXACT = 3.
@@ -144,16 +150,14 @@ unsafe fn expand_streams<V: Expand, const W: usize>(v: Validated<'_>, s: &mut Sc
             // SAFETY: the caller guarantees the instruction set. The counters are <= the
             // validated counts <= W, and the scratch arrays have SLACK >= 16 readable items
             // after their W items (stale values there land in unselected lanes, which are 0);
-            // the page store covers words i..i + LANES <= W.
-            let slots = unsafe {
+            // the page and route stores cover words i..i + LANES <= W. Zero words read and
+            // write the dump entry (their value and keep mask are 0), unless stage 2 skips
+            // them, which it recognises by their route.
+            unsafe {
                 let values = V::expand_values(misses.add(mi), miss, lows.add(pi), partial);
                 values.store(page.as_mut_ptr().add(4 * i));
-                V::expand_bytes(indices.add(hi), hit) | V::expand_bytes(miss_slots.add(mi), miss)
-            };
-            // Zero words read and write the dump entry (their value and keep mask are 0),
-            // unless stage 2 skips them, which it recognises by that entry.
-            let routes = slots | (dump_entry & !super::byte_mask(hit | miss));
-            s.word_routes[i..i + V::LANES].copy_from_slice(&routes.to_le_bytes()[..V::LANES]);
+                V::store_routes(indices.add(hi), hit, miss_slots.add(mi), miss, routes.add(i));
+            }
             // SAFETY: the caller guarantees the instruction set; i + LANES <= W.
             unsafe { V::keep_masks(tags >> (2 * shift)).store(s.keeps.as_mut_ptr().add(i).cast()) };
             mi += miss.count_ones() as usize;
@@ -171,14 +175,14 @@ unsafe fn expand_streams<V: Expand, const W: usize>(v: Validated<'_>, s: &mut Sc
 #[inline(always)]
 fn run_chain<const W: usize, const SKIP: bool>(s: &Scratch<W>, preload: u32, page: &mut [u8]) {
     assert!(page.len() == 4 * W);
-    // 32 entries: slot 16 is the dump entry; `& 31` keeps every index in bounds.
+    // 32 entries: slot `ZERO_ROUTE` is the dump entry; `& 31` keeps every index in bounds.
     let mut dict = [preload; 32];
     // Four words per iteration: unrolled, the loop took 5-7% less time per page than one
     // word per iteration (two words: 3-4%; eight: as four).
     let words = page.chunks_exact_mut(16).zip(s.word_routes.chunks_exact(4)).zip(s.keeps.chunks_exact(4));
     for ((words, routes), keeps) in words {
         for ((word, &route), &keep) in words.chunks_exact_mut(4).zip(routes).zip(keeps) {
-            if SKIP && route == DUMP_ENTRY {
+            if SKIP && route == ZERO_ROUTE {
                 continue;
             }
             let slot = usize::from(route & 31);

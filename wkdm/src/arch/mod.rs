@@ -13,31 +13,6 @@ pub(crate) mod x86_64;
 #[cfg(target_arch = "aarch64")]
 pub(crate) mod aarch64;
 
-/// Per 8-bit mask: 0xFF in byte `k` for each set bit `k`.
-#[cfg(target_arch = "x86_64")]
-static BYTE_MASKS: [u64; 256] = {
-    let mut table = [0u64; 256];
-    let mut mask = 0;
-    while mask < 256 {
-        let mut k = 0;
-        while k < 8 {
-            if mask & (1 << k) != 0 {
-                table[mask] |= 0xFF << (8 * k);
-            }
-            k += 1;
-        }
-        mask += 1;
-    }
-    table
-};
-
-/// 0xFF in byte `k` for each bit `k` of an 8-bit mask.
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-pub(crate) fn byte_mask(mask: u32) -> u64 {
-    BYTE_MASKS[(mask & 0xFF) as usize]
-}
-
 /// Byte-shuffle controls (`pshufb`, `tbl`) that move the 32-bit lanes selected by a 4-bit mask to the front
 /// (unused bytes zeroed).
 #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]

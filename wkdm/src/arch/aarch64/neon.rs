@@ -168,7 +168,7 @@ unsafe fn expand_streams<const W: usize>(tags: &[u8], misses: usize, s: &mut Scr
         let low_high_bytes =
             vld1q_u8([0, 1, 255, 255, 0, 1, 255, 255, 0, 1, 255, 255, 0, 1, 255, 255].as_ptr());
         let keep_bytes = vreinterpretq_u8_u32(vld1q_u32(KEEP.as_ptr()));
-        let dump = vdupq_n_u8(crate::decompress::DUMP_ENTRY);
+        let dump = vdupq_n_u8(super::super::expand::ZERO_ROUTE);
         // Exclusive prefix sum of 16 bytes: lane L gets the sum of lanes 0..L.
         let ranks = |x: uint8x16_t| {
             let x = vextq_u8::<15>(zero, x);

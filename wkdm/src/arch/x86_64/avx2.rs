@@ -16,7 +16,7 @@ use crate::pipeline::KernelResult;
 use crate::scratch::Scratch;
 use pagecodec::DecompressError;
 
-use super::super::expand::Expand;
+use super::super::expand::{Expand, ZERO_ROUTE};
 use super::super::lanes::Lanes;
 use super::super::{classify, expand};
 
@@ -42,6 +42,27 @@ static PACK_ORDER: [u64; 256] = {
 /// order); 0x80 for the other lanes (`pshufb` zeroes them, `vpermd` reads lane 0).
 static EXPAND_ORDER: [u64; 256] = {
     let mut table = [0x8080_8080_8080_8080u64; 256];
+    let mut mask = 0;
+    while mask < 256 {
+        let (mut k, mut rank) = (0, 0);
+        while k < 8 {
+            if mask & (1 << k) != 0 {
+                table[mask] &= !(0xFF << (8 * k));
+                table[mask] |= (rank as u64) << (8 * k);
+                rank += 1;
+            }
+            k += 1;
+        }
+        mask += 1;
+    }
+    table
+};
+
+/// Per 8-bit mask: for each selected lane, its rank among the selected lanes; 8 for the
+/// other lanes, where [`Avx2::store_routes`] keeps [`ZERO_ROUTE`]. One entry more than masks,
+/// so that a 16-byte load at any mask stays inside (only its first 8 bytes matter).
+static ROUTE_ORDER: [u64; 257] = {
+    let mut table = [0x0808_0808_0808_0808u64; 257];
     let mut mask = 0;
     while mask < 256 {
         let (mut k, mut rank) = (0, 0);
@@ -205,9 +226,20 @@ impl Expand for Avx2 {
     }
 
     #[inline(always)]
-    unsafe fn expand_bytes(src: *const u8, mask: u32) -> u64 {
-        // SAFETY: the caller guarantees 8 (of 16) readable bytes and SSSE3 (AVX2).
-        unsafe { shuffle_bytes(src.cast::<u64>().read_unaligned(), EXPAND_ORDER[mask as usize & 0xFF]) }
+    unsafe fn store_routes(indices: *const u8, hit: u32, slots: *const u8, miss: u32, dst: *mut u8) {
+        // SAFETY: the caller guarantees 8 readable bytes at `indices` and `slots`, 8 writable
+        // at `dst`, and AVX2; `ROUTE_ORDER` has an entry past every mask & 0xFF.
+        unsafe {
+            // Bytes 8-15 of each source are ZERO_ROUTE, which unselected lanes take: AND-ed
+            // with the other source's byte (an index or slot below 16, or ZERO_ROUTE again)
+            // it leaves that byte.
+            let fill = _mm_set_epi64x(i64::from_ne_bytes([ZERO_ROUTE; 8]), 0);
+            let expand = |src: *const u8, mask: u32| {
+                let order = _mm_loadu_si128(ROUTE_ORDER.as_ptr().add((mask & 0xFF) as usize).cast());
+                _mm_shuffle_epi8(_mm_or_si128(_mm_loadl_epi64(src.cast()), fill), order)
+            };
+            _mm_storel_epi64(dst.cast(), _mm_and_si128(expand(indices, hit), expand(slots, miss)));
+        }
     }
 
     #[inline(always)]
