@@ -4,12 +4,19 @@
 //!    elsewhere) and writes, per word, a *route* byte, the dictionary slot it reads and
 //!    writes (the hit's index, the miss's hashed slot, or [`ZERO_ROUTE`] for a zero
 //!    word), and a *keep* mask, the bits of that entry it keeps (by tag, see
-//!    [`KEEP`](crate::decompress::KEEP)). AVX2 runs [`expand_streams`], written over
+//!    [`KEEP`](crate::decompress::KEEP)). AVX2 runs [`expand_and_chain`], written over
 //!    [`Expand`]; NEON has its own, 16 words per step (`aarch64::neon`).
-//! 2. [`chain`] (scalar): the dictionary recurrence `d = dict[slot]; w = (d & keep) |
+//! 2. The chain (scalar): the dictionary recurrence `d = dict[slot]; w = (d & keep) |
 //!    value; dict[slot] = w` over the words in order, each word's `value` read from and its
 //!    result written back to the page. On pages where more than a sixth of the words are
 //!    zero it branches past them.
+//!
+//! AVX2 interleaves the stages by 16-word group: stage 1 of a group, then the chain of the
+//! group before it. The core then overlaps one group's vector work with the previous
+//! group's loads and stores, which two passes over the page kept apart; the lag of one group
+//! lets the vector stores of a group complete before the chain loads their words (with no
+//! lag the decoder was slower than with two passes; docs/perf/wkdm.md). NEON runs the
+//! stages one after the other (`chain`).
 //!
 //! Stage 1 computes the keep masks, 8 per vector instruction, so that the chain does not
 //! look them up per word: that took its loop from 10 instructions per word to 8 and the
@@ -91,35 +98,58 @@ pub(crate) unsafe fn decode<V: Expand, const W: usize>(
     preload: u32,
     page: &mut [u8],
 ) {
-    // SAFETY: the caller's contract, passed on.
-    unsafe { expand_streams::<V, W>(v, s, page) };
-    chain::<W>(v.zeros, s, preload, page);
-}
-
-/// Stage 2 (see the module documentation) for a page with `zeros` zero words.
-#[inline(always)]
-pub(crate) fn chain<const W: usize>(zeros: usize, s: &Scratch<W>, preload: u32, page: &mut [u8]) {
-    // Branching past zero words pays only where there are enough of them (as in the scalar
-    // decoder). Pagebench medians on AVX2, 3000 pages each, skipping above 1/3, 1/4, 1/6,
-    // 1/10 of the words or always: python 2756-2808 ticks for all, node 3328-3380,
-    // 3328-3354, 3302-3328, 3328-3354 and 3406-3432 (in sweeps 3406-3432, 3406-3432,
-    // 3380-3406, 3432-3458, 3536-3562). NEON uses the same threshold: no aarch64 hardware
-    // has timed another.
-    if 6 * zeros > W {
-        run_chain::<W, true>(s, preload, page);
+    if skips_zeros::<W>(v.zeros) {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { expand_and_chain::<V, W, true>(v, s, preload, page) };
     } else {
-        run_chain::<W, false>(s, preload, page);
+        // SAFETY: as above.
+        unsafe { expand_and_chain::<V, W, false>(v, s, preload, page) };
     }
 }
 
-/// Stage 1, `LANES` words per step (see the module documentation).
+/// Whether the chain branches past the zero words of a page with `zeros` of them.
+///
+/// It pays only where there are enough of them (as in the scalar decoder). Pagebench medians
+/// on AVX2, 3000 pages each, skipping above 1/3, 1/4, 1/6, 1/10 of the words or always:
+/// python 2756-2808 ticks for all, node 3328-3380, 3328-3354, 3302-3328, 3328-3354 and
+/// 3406-3432 (in sweeps 3406-3432, 3406-3432, 3380-3406, 3432-3458, 3536-3562). NEON uses
+/// the same threshold: no aarch64 hardware has timed another.
+#[inline(always)]
+fn skips_zeros<const W: usize>(zeros: usize) -> bool {
+    6 * zeros > W
+}
+
+/// Stage 2 (see the module documentation) for a page with `zeros` zero words, after stage 1
+/// has run over the whole page.
+#[cfg(target_arch = "aarch64")]
+#[inline(always)]
+pub(crate) fn chain<const W: usize>(zeros: usize, s: &Scratch<W>, preload: u32, page: &mut [u8]) {
+    let mut dict = new_dictionary(preload);
+    if skips_zeros::<W>(zeros) {
+        for group in 0..W / 16 {
+            chain_group::<W, true>(&mut dict, s, group, page);
+        }
+    } else {
+        for group in 0..W / 16 {
+            chain_group::<W, false>(&mut dict, s, group, page);
+        }
+    }
+}
+
+/// Stage 1 (see the module documentation), `LANES` words per step, each 16-word group
+/// followed by stage 2 of the group before it.
 ///
 /// # Safety
 ///
 /// As for [`decode`].
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-unsafe fn expand_streams<V: Expand, const W: usize>(v: Validated<'_>, s: &mut Scratch<W>, page: &mut [u8]) {
+unsafe fn expand_and_chain<V: Expand, const W: usize, const SKIP: bool>(
+    v: Validated<'_>,
+    s: &mut Scratch<W>,
+    preload: u32,
+    page: &mut [u8],
+) {
     assert!(page.len() == 4 * W && W % 16 == 0 && v.tags.len() == W / 4 && v.misses <= W);
     assert!(s.word_routes.len() == W);
     for (slot, &w) in s.miss_slots.iter_mut().zip(&s.misses[..v.misses]) {
@@ -132,6 +162,7 @@ unsafe fn expand_streams<V: Expand, const W: usize>(v: Validated<'_>, s: &mut Sc
     let indices = s.indices.as_ptr();
     let routes = s.word_routes.as_mut_ptr();
     let (mut mi, mut pi, mut hi) = (0usize, 0usize, 0usize);
+    let mut dict = new_dictionary(preload);
     for (group, tag_word) in v.tags.chunks_exact(4).enumerate() {
         // Tag k of the group's words at bits 2k, 2k + 1; PARTIAL = 1, MISS = 2, EXACT = 3.
         let tags = format::sequential_tags(format::le32(tag_word));
@@ -164,32 +195,43 @@ unsafe fn expand_streams<V: Expand, const W: usize>(v: Validated<'_>, s: &mut Sc
             pi += partial.count_ones() as usize;
             hi += hit.count_ones() as usize;
         }
+        if group > 0 {
+            chain_group::<W, SKIP>(&mut dict, s, group - 1, page);
+        }
     }
+    chain_group::<W, SKIP>(&mut dict, s, W / 16 - 1, page);
 }
 
-/// Stage 2 (see the module documentation): `page` holds each MISS word, the low bits of
-/// each PARTIAL word and 0 elsewhere, `s.word_routes` each word's route and `s.keeps` its
-/// keep mask; every word's value replaces them, from a dictionary starting at `preload`.
-/// With `SKIP` zero words are branched past (their 0 is already in the page); without,
-/// they run through the dump entry like the others.
+/// The chain's dictionary at the start of a page: 32 entries, slot [`ZERO_ROUTE`] the
+/// dump entry; `& 31` keeps every route in bounds.
 #[inline(always)]
-fn run_chain<const W: usize, const SKIP: bool>(s: &Scratch<W>, preload: u32, page: &mut [u8]) {
-    assert!(page.len() == 4 * W);
-    // 32 entries: slot `ZERO_ROUTE` is the dump entry; `& 31` keeps every index in bounds.
-    let mut dict = [preload; 32];
-    // Four words per iteration: unrolled, the loop took 5-7% less time per page than one
-    // word per iteration (two words: 3-4%; eight: as four).
-    let words = page.chunks_exact_mut(16).zip(s.word_routes.chunks_exact(4)).zip(s.keeps.chunks_exact(4));
-    for ((words, routes), keeps) in words {
-        for ((word, &route), &keep) in words.chunks_exact_mut(4).zip(routes).zip(keeps) {
-            if SKIP && route == ZERO_ROUTE {
-                continue;
-            }
-            let slot = usize::from(route & 31);
-            let value = format::le32(word);
-            let w = (dict[slot] & keep) | value;
-            dict[slot] = w;
-            word.copy_from_slice(&w.to_le_bytes());
+fn new_dictionary(preload: u32) -> [u32; 32] {
+    [preload; 32]
+}
+
+/// Stage 2 (see the module documentation) over the 16 words of `group`: the page holds
+/// each MISS word, the low bits of each PARTIAL word and 0 elsewhere, `s.word_routes` each
+/// word's route and `s.keeps` its keep mask; every word's value replaces them. With `SKIP`
+/// zero words are branched past (their 0 is already in the page); without, they run
+/// through the dump entry like the others.
+#[inline(always)]
+fn chain_group<const W: usize, const SKIP: bool>(
+    dict: &mut [u32; 32],
+    s: &Scratch<W>,
+    group: usize,
+    page: &mut [u8],
+) {
+    let words = page[64 * group..64 * group + 64].chunks_exact_mut(4);
+    let routes = &s.word_routes[16 * group..16 * group + 16];
+    let keeps = &s.keeps[16 * group..16 * group + 16];
+    for ((word, &route), &keep) in words.zip(routes).zip(keeps) {
+        if SKIP && route == ZERO_ROUTE {
+            continue;
         }
+        let slot = usize::from(route & 31);
+        let value = format::le32(word);
+        let w = (dict[slot] & keep) | value;
+        dict[slot] = w;
+        word.copy_from_slice(&w.to_le_bytes());
     }
 }
