@@ -202,11 +202,13 @@ unsafe fn expand_and_chain<V: Expand, const W: usize, const SKIP: bool>(
     chain_group::<W, SKIP>(&mut dict, s, W / 16 - 1, page);
 }
 
-/// The chain's dictionary at the start of a page: 32 entries, slot [`ZERO_ROUTE`] the
-/// dump entry; `& 31` keeps every route in bounds.
+/// The chain's dictionary at the start of a page: an entry per byte value, so that a route
+/// indexes it without a mask or bounds check; slot [`ZERO_ROUTE`] is the dump entry. The
+/// mask (`& 31` into 32 entries) cost an instruction per word that, once the stages
+/// overlap, costs time; filling 1 KiB per page costs less (docs/perf/wkdm.md).
 #[inline(always)]
-fn new_dictionary(preload: u32) -> [u32; 32] {
-    [preload; 32]
+fn new_dictionary(preload: u32) -> [u32; 256] {
+    [preload; 256]
 }
 
 /// Stage 2 (see the module documentation) over the 16 words of `group`: the page holds
@@ -216,7 +218,7 @@ fn new_dictionary(preload: u32) -> [u32; 32] {
 /// through the dump entry like the others.
 #[inline(always)]
 fn chain_group<const W: usize, const SKIP: bool>(
-    dict: &mut [u32; 32],
+    dict: &mut [u32; 256],
     s: &Scratch<W>,
     group: usize,
     page: &mut [u8],
@@ -228,7 +230,7 @@ fn chain_group<const W: usize, const SKIP: bool>(
         if SKIP && route == ZERO_ROUTE {
             continue;
         }
-        let slot = usize::from(route & 31);
+        let slot = usize::from(route);
         let value = format::le32(word);
         let w = (dict[slot] & keep) | value;
         dict[slot] = w;
