@@ -285,8 +285,9 @@ impl<const WORDS: usize> WkdmCodec<WORDS> {
         report_same_value: bool,
     ) -> Result<Compressed, CompressError> {
         #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-        if let Some((replay, kernel)) = self.simd_passes() {
+        if let Some(passes) = self.simd_passes() {
             let (s, options) = (&mut self.scratch, &self.options);
+            let pipeline::Passes { replay, kernel, interleaved } = passes;
             // `replay` and `kernel` belong to `self.isa`, which is only ever set to an
             // available path (`new` takes `Isa::best()`, `with_isa` checks `is_available`),
             // so their instruction sets are present.
@@ -296,32 +297,40 @@ impl<const WORDS: usize> WkdmCodec<WORDS> {
                 out,
                 options,
                 report_same_value,
+                interleaved,
                 // SAFETY: see above.
                 |page, prev, slots, dict, groups| unsafe { replay(page, prev, slots, dict, groups) },
                 // SAFETY: see above.
-                |page, s, abort, groups, counts| unsafe { kernel(page, s, abort, groups, counts) },
+                |page, s, dict, abort, groups, counts| unsafe {
+                    kernel(page, s, dict, abort, groups, counts)
+                },
             );
         }
         compress::compress::<WORDS>(page, &mut self.scratch, out, &self.options, report_same_value)
     }
 
-    /// The dictionary replay and the classify kernel of `self.isa`; `None` for the scalar
-    /// compressor.
+    /// The compressor passes of `self.isa`; `None` for the scalar compressor.
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     #[inline]
-    fn simd_passes(&self) -> Option<(pipeline::Replay<WORDS>, pipeline::Kernel<WORDS>)> {
-        let scalar_replay: pipeline::Replay<WORDS> = pipeline::recurrence::<WORDS>;
+    fn simd_passes(&self) -> Option<pipeline::Passes<WORDS>> {
+        let scalar = |kernel: pipeline::Kernel<WORDS>, interleaved| pipeline::Passes {
+            replay: pipeline::recurrence::<WORDS>,
+            kernel,
+            interleaved,
+        };
         match self.isa {
             #[cfg(all(target_arch = "x86_64", wkdm_avx512))]
-            Isa::Avx512 => {
-                Some((arch::x86_64::avx512::replay::<WORDS>, arch::x86_64::avx512::classify::<WORDS>))
-            }
+            Isa::Avx512 => Some(pipeline::Passes {
+                replay: arch::x86_64::avx512::replay::<WORDS>,
+                kernel: arch::x86_64::avx512::classify::<WORDS>,
+                interleaved: false,
+            }),
             #[cfg(target_arch = "x86_64")]
-            Isa::Avx2 => Some((scalar_replay, arch::x86_64::avx2::classify::<WORDS>)),
+            Isa::Avx2 => Some(scalar(arch::x86_64::avx2::classify::<WORDS>, true)),
             #[cfg(target_arch = "x86_64")]
-            Isa::Sse41 => Some((scalar_replay, arch::x86_64::sse41::classify::<WORDS>)),
+            Isa::Sse41 => Some(scalar(arch::x86_64::sse41::classify::<WORDS>, true)),
             #[cfg(target_arch = "aarch64")]
-            Isa::Neon => Some((scalar_replay, arch::aarch64::neon::classify::<WORDS>)),
+            Isa::Neon => Some(scalar(arch::aarch64::neon::classify::<WORDS>, false)),
             _ => None,
         }
     }

@@ -1,14 +1,22 @@
-//! The two-pass compressor of the SIMD paths.
+//! The compressor of the SIMD paths: a dictionary replay, then a classify kernel.
 //!
 //! The dictionary is the only sequential state, and it can be replayed without a
-//! dependency chain: for each non-zero word the pass [`recurrence`] records the entry the
-//! word is compared with (`prev`) and its slot, then stores the word into its slot, so no
-//! store depends on a load (the AVX-512 path has its own replay, in registers:
+//! dependency chain: for each non-zero word [`recurrence`] records the entry the word is
+//! compared with (`prev`) and its slot, then stores the word into its slot, so no store
+//! depends on a load (the AVX-512 path has its own replay, in registers:
 //! `arch::x86_64::avx512::replay`). Zero words are skipped: they leave the dictionary alone
 //! and the kernel tags them ZERO without reading their `prev` or slot. Everything else (tags,
 //! indices, low bits, misses, counts) is data-parallel and done by a per-instruction-set
 //! kernel that left-packs 4, 8 or 16 lanes at a time. The decisions and the stream writer are
 //! the scalar compressor's ([`compress::finish`]), so every path writes the same bytes.
+//!
+//! The AVX2 and SSE4.1 kernels replay the scalar way themselves, one 16-word group ahead of
+//! the group they classify ([`Passes::interleaved`]): the core then overlaps the replay's
+//! loads and stores with the vector classification, which two passes over the page ran one
+//! after the other. The replay stays a group ahead so that no group is classified right
+//! after its `prev` and slots were stored (docs/perf/wkdm.md). AVX-512 replays in
+//! registers in a pass of its own; NEON keeps two passes (no aarch64 hardware has timed the
+//! interleaved order).
 
 use pagecodec::CompressError;
 
@@ -29,7 +37,10 @@ use crate::{CompressOptions, Compressed};
 /// (11%) than storing zero words into a dummy entry (SPEC.md section 4): the branch
 /// follows regular patterns (the zero upper halves of small 64-bit values) and predicts
 /// well, and each skipped word saves three stores and a dictionary load.
-#[inline]
+///
+/// Always inlined: the interleaving kernels call it once per group, and as a call it made
+/// them slower than two passes.
+#[inline(always)]
 pub(crate) fn recurrence<const W: usize>(
     page: &[u8],
     prev: &mut [u32; W],
@@ -61,9 +72,22 @@ pub(crate) type Replay<const W: usize> =
     unsafe fn(&[u8], &mut [u32; W], &mut [u8; W], &mut [u32; 256], Range<usize>);
 
 /// A per-instruction-set classify kernel (`arch::classify`): it may only run where its
-/// instruction set is present.
+/// instruction set is present. The dictionary argument is the replay's, for kernels that
+/// replay themselves.
 pub(crate) type Kernel<const W: usize> =
-    unsafe fn(&[u8], &mut Scratch<W>, bool, Range<usize>, Counts) -> KernelResult;
+    unsafe fn(&[u8], &mut Scratch<W>, &mut [u32; 256], bool, Range<usize>, Counts) -> KernelResult;
+
+/// A SIMD path's compressor passes.
+#[derive(Clone, Copy)]
+pub(crate) struct Passes<const W: usize> {
+    /// The dictionary replay.
+    pub(crate) replay: Replay<W>,
+    /// The classify kernel.
+    pub(crate) kernel: Kernel<W>,
+    /// Whether the kernel replays each next group itself with [`recurrence`] (after `replay`
+    /// has done the first group) instead of `replay` running over each range first.
+    pub(crate) interleaved: bool,
+}
 
 /// What a kernel reports for a range of words.
 #[derive(Clone, Copy, Debug)]
@@ -74,27 +98,35 @@ pub(crate) enum KernelResult {
     EarlyAbort,
 }
 
-/// The two-pass compressor around `replay`, which fills `s.prev` and `s.slots` (see
+/// The compressor around `replay`, which fills `s.prev` and `s.slots` (see
 /// [`recurrence`]), and `kernel`, which classifies `s.prev` against the page and writes the
-/// packed tags (into `s.tags`), misses, indices and low bits.
+/// packed tags (into `s.tags`), misses, indices and low bits. With `interleaved`, `replay`
+/// runs over the first group only and the kernel replays the others (see [`Passes`]).
 #[inline]
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn compress<const W: usize>(
     page: &[u8],
     s: &mut Scratch<W>,
     out: &mut [u8],
     options: &CompressOptions,
     report_same_value: bool,
+    interleaved: bool,
     mut replay: impl FnMut(&[u8], &mut [u32; W], &mut [u8; W], &mut [u32; 256], Range<usize>),
-    mut kernel: impl FnMut(&[u8], &mut Scratch<W>, bool, Range<usize>, Counts) -> KernelResult,
+    mut kernel: impl FnMut(&[u8], &mut Scratch<W>, &mut [u32; 256], bool, Range<usize>, Counts) -> KernelResult,
 ) -> Result<Compressed, CompressError> {
     let budget = compress::budget_for::<W>(out, options)?;
     // The groups up to the early-abort point first, so a refused page costs ~1/9 of one.
     let first = EARLY_ABORT_WORDS.div_ceil(16);
     let mut dict = [0u32; 256];
     let mut counts = Counts::default();
+    if interleaved {
+        replay(page, &mut s.prev, &mut s.slots, &mut dict, 0..1);
+    }
     for groups in [0..first, first..W / 16] {
-        replay(page, &mut s.prev, &mut s.slots, &mut dict, groups.clone());
-        counts = match kernel(page, s, budget.early_abort, groups, counts) {
+        if !interleaved {
+            replay(page, &mut s.prev, &mut s.slots, &mut dict, groups.clone());
+        }
+        counts = match kernel(page, s, &mut dict, budget.early_abort, groups, counts) {
             KernelResult::Done(counts) => counts,
             KernelResult::EarlyAbort => return Err(CompressError::Incompressible),
         };

@@ -14,13 +14,18 @@ use super::lanes::Lanes;
 /// for `page` (`4 * W` bytes, little-endian words). The items of zero words are stale and
 /// must not affect the result: zero lanes are masked out of every hit, miss and partial.
 ///
+/// With `REPLAY` only the first group's items must be there: before classifying a group
+/// it replays the next one into `s.prev` and `s.slots`, continuing from `dict`
+/// ([`pipeline::Passes::interleaved`]); without, `dict` is not used.
+///
 /// # Safety
 ///
 /// The CPU must have the instruction set of `V`.
 #[inline(always)]
-pub(crate) unsafe fn classify<V: Lanes, const W: usize>(
+pub(crate) unsafe fn classify<V: Lanes, const W: usize, const REPLAY: bool>(
     page: &[u8],
     s: &mut Scratch<W>,
+    dict: &mut [u32; 256],
     early_abort: bool,
     groups: Range<usize>,
     counts: Counts,
@@ -32,6 +37,9 @@ pub(crate) unsafe fn classify<V: Lanes, const W: usize>(
     let lows = s.lows.as_mut_ptr();
     let (mut m, mut h, mut p) = (counts.misses, counts.hits, counts.partials);
     for group in groups {
+        if REPLAY && group + 1 < W / 16 {
+            pipeline::recurrence::<W>(page, &mut s.prev, &mut s.slots, dict, group + 1..group + 2);
+        }
         let (mut low_bits, mut high_bits) = (0u32, 0u32);
         for step in 0..16 / V::LANES {
             let i = 16 * group + V::LANES * step;

@@ -101,12 +101,13 @@ impl Lanes for Neon {
 pub(crate) unsafe fn classify<const W: usize>(
     page: &[u8],
     s: &mut Scratch<W>,
+    dict: &mut [u32; 256],
     early_abort: bool,
     groups: Range<usize>,
     counts: Counts,
 ) -> KernelResult {
     // SAFETY: NEON is enabled here, all that `Neon` uses.
-    unsafe { classify::classify::<Neon, W>(page, s, early_abort, groups, counts) }
+    unsafe { classify::classify::<Neon, W, false>(page, s, dict, early_abort, groups, counts) }
 }
 
 /// `tbl` controls that spread byte `4j + l / 4` of a vector to byte `l` (lane `l / 4` of

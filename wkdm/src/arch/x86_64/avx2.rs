@@ -273,12 +273,13 @@ impl Expand for Avx2 {
 pub(crate) unsafe fn classify<const W: usize>(
     page: &[u8],
     s: &mut Scratch<W>,
+    dict: &mut [u32; 256],
     early_abort: bool,
     groups: Range<usize>,
     counts: Counts,
 ) -> KernelResult {
     // SAFETY: AVX2 and BMI2 are enabled here, all that `Avx2` uses.
-    unsafe { classify::classify::<Avx2, W>(page, s, early_abort, groups, counts) }
+    unsafe { classify::classify::<Avx2, W, true>(page, s, dict, early_abort, groups, counts) }
 }
 
 /// The `vpermd` indices that move lane `j` of a packed vector to the `j`-th lane selected

@@ -517,12 +517,13 @@ impl Lanes for Avx512 {
 pub(crate) unsafe fn classify<const W: usize>(
     page: &[u8],
     s: &mut Scratch<W>,
+    dict: &mut [u32; 256],
     early_abort: bool,
     groups: Range<usize>,
     counts: Counts,
 ) -> KernelResult {
     // SAFETY: the instruction sets `Avx512` uses are enabled here.
-    unsafe { classify::classify::<Avx512, W>(page, s, early_abort, groups, counts) }
+    unsafe { classify::classify::<Avx512, W, false>(page, s, dict, early_abort, groups, counts) }
 }
 
 #[cfg(test)]

@@ -126,10 +126,11 @@ unsafe fn shuffle(v: __m128i, table: &[[u8; 16]; 16], mask: u32) -> __m128i {
 pub(crate) unsafe fn classify<const W: usize>(
     page: &[u8],
     s: &mut Scratch<W>,
+    dict: &mut [u32; 256],
     early_abort: bool,
     groups: Range<usize>,
     counts: Counts,
 ) -> KernelResult {
     // SAFETY: SSE4.1 and SSSE3 are enabled here, all that `Sse41` uses.
-    unsafe { classify::classify::<Sse41, W>(page, s, early_abort, groups, counts) }
+    unsafe { classify::classify::<Sse41, W, true>(page, s, dict, early_abort, groups, counts) }
 }
