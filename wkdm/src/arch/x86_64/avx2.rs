@@ -38,10 +38,11 @@ static PACK_ORDER: [u64; 256] = {
     table
 };
 
-/// Per 8-bit mask: for each selected lane, its rank among the selected lanes (expand
-/// order); 0x80 for the other lanes (`pshufb` zeroes them, `vpermd` reads lane 0).
-static EXPAND_ORDER: [u64; 256] = {
-    let mut table = [0x8080_8080_8080_8080u64; 256];
+/// Per 8-bit mask (entries `0..256`): for each selected lane, its rank among the selected
+/// lanes (expand order); `unselected` for the other lanes and in every byte of the entries
+/// past 255.
+const fn expand_orders<const N: usize>(unselected: u8) -> [u64; N] {
+    let mut table = [u64::from_ne_bytes([unselected; 8]); N];
     let mut mask = 0;
     while mask < 256 {
         let (mut k, mut rank) = (0, 0);
@@ -56,28 +57,16 @@ static EXPAND_ORDER: [u64; 256] = {
         mask += 1;
     }
     table
-};
+}
 
-/// Per 8-bit mask: for each selected lane, its rank among the selected lanes; 8 for the
-/// other lanes, where [`Avx2::store_routes`] keeps [`ZERO_ROUTE`]. One entry more than masks,
-/// so that a 16-byte load at any mask stays inside (only its first 8 bytes matter).
-static ROUTE_ORDER: [u64; 257] = {
-    let mut table = [0x0808_0808_0808_0808u64; 257];
-    let mut mask = 0;
-    while mask < 256 {
-        let (mut k, mut rank) = (0, 0);
-        while k < 8 {
-            if mask & (1 << k) != 0 {
-                table[mask] &= !(0xFF << (8 * k));
-                table[mask] |= (rank as u64) << (8 * k);
-                rank += 1;
-            }
-            k += 1;
-        }
-        mask += 1;
-    }
-    table
-};
+/// [`expand_orders`] with 0x80 for the unselected lanes (`pshufb` zeroes them, `vpermd`
+/// reads lane 0).
+static EXPAND_ORDER: [u64; 256] = expand_orders(0x80);
+
+/// [`expand_orders`] with 8 for the unselected lanes, where [`Avx2::store_routes`] keeps
+/// [`ZERO_ROUTE`]. One entry more than masks, so that a 16-byte load at any mask stays
+/// inside (only its first 8 bytes matter).
+static ROUTE_ORDER: [u64; 257] = expand_orders(8);
 
 /// `pshufb` on 8 bytes: byte `k` of the result is byte `order[k]` (0..8) of `v`.
 #[inline]
