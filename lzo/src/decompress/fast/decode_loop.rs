@@ -350,6 +350,9 @@ pub(super) fn fast_loop<const PRIMED: bool>(
 
 /// Marks the branch that calls it as rarely taken, so that LLVM lays it out away from the
 /// hot path (`core::hint::cold_path` does the same from Rust 1.95, above this crate's MSRV).
+/// Always inlined, to nothing: kept out of line, its calls stayed in the decoder's loop in
+/// builds with several codegen units (cargo's default release profile), each spilling the
+/// registers a call clobbers (docs/perf/lzokit.md).
 #[cold]
-#[inline(never)]
+#[inline(always)]
 pub(super) fn cold_path() {}
