@@ -8,7 +8,7 @@
 //!    [`Expand`]; NEON has its own, 16 words per step (`aarch64::neon`).
 //! 2. The chain (scalar): the dictionary recurrence `d = dict[slot]; w = (d & keep) |
 //!    value; dict[slot] = w` over the words in order, each word's `value` read from and its
-//!    result written back to the page. On pages where more than a sixth of the words are
+//!    result written back to the page. On pages where more than a third of the words are
 //!    zero it branches past them.
 //!
 //! AVX2 interleaves the stages by 16-word group: stage 1 of a group, then the chain of the
@@ -107,16 +107,17 @@ pub(crate) unsafe fn decode<V: Expand, const W: usize>(
     }
 }
 
-/// Whether the chain branches past the zero words of a page with `zeros` of them.
+/// Whether the chain branches past the zero words of a page with `zeros` of them: on pages
+/// where more than a third of the words are zero.
 ///
-/// It pays only where there are enough of them (as in the scalar decoder). Pagebench medians
-/// on AVX2, 3000 pages each, skipping above 1/3, 1/4, 1/6, 1/10 of the words or always:
-/// python 2756-2808 ticks for all, node 3328-3380, 3328-3354, 3302-3328, 3328-3354 and
-/// 3406-3432 (in sweeps 3406-3432, 3406-3432, 3380-3406, 3432-3458, 3536-3562). NEON uses
-/// the same threshold: no aarch64 hardware has timed another.
+/// It pays only where there are enough of them (as in the scalar decoder), and a branch the
+/// core has not learnt costs more once the chain is interleaved with stage 1: above a sixth
+/// of the words, as the two-pass decoder skipped, GCC's pages decoded markedly slower in
+/// sweeps shared with other codecs (docs/perf/wkdm.md). NEON uses the same threshold: no
+/// aarch64 hardware has timed another.
 #[inline(always)]
 fn skips_zeros<const W: usize>(zeros: usize) -> bool {
-    6 * zeros > W
+    3 * zeros > W
 }
 
 /// Stage 2 (see the module documentation) for a page with `zeros` zero words, after stage 1
