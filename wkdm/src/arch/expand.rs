@@ -152,7 +152,6 @@ unsafe fn expand_and_chain<V: Expand, const W: usize, const SKIP: bool>(
     page: &mut [u8],
 ) {
     assert!(page.len() == 4 * W && W % 16 == 0 && v.tags.len() == W / 4 && v.misses <= W);
-    assert!(s.word_routes.len() == W);
     for (slot, &w) in s.miss_slots.iter_mut().zip(&s.misses[..v.misses]) {
         *slot = format::slot(w) as u8;
     }
