@@ -285,9 +285,8 @@ impl<const WORDS: usize> WkdmCodec<WORDS> {
         report_same_value: bool,
     ) -> Result<Compressed, CompressError> {
         #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-        if let Some(passes) = self.simd_passes() {
+        if let Some((replay, kernel)) = self.simd_passes() {
             let (s, options) = (&mut self.scratch, &self.options);
-            let pipeline::Passes { replay, kernel, interleaved } = passes;
             // `replay` and `kernel` belong to `self.isa`, which is only ever set to an
             // available path (`new` takes `Isa::best()`, `with_isa` checks `is_available`),
             // so their instruction sets are present.
@@ -297,9 +296,12 @@ impl<const WORDS: usize> WkdmCodec<WORDS> {
                 out,
                 options,
                 report_same_value,
-                interleaved,
-                // SAFETY: see above.
-                |page, prev, slots, dict, groups| unsafe { replay(page, prev, slots, dict, groups) },
+                |page, prev, slots, dict, groups| {
+                    if let Some(replay) = replay {
+                        // SAFETY: see above.
+                        unsafe { replay(page, prev, slots, dict, groups) }
+                    }
+                },
                 // SAFETY: see above.
                 |page, s, dict, abort, groups, counts| unsafe {
                     kernel(page, s, dict, abort, groups, counts)
@@ -309,28 +311,22 @@ impl<const WORDS: usize> WkdmCodec<WORDS> {
         compress::compress::<WORDS>(page, &mut self.scratch, out, &self.options, report_same_value)
     }
 
-    /// The compressor passes of `self.isa`; `None` for the scalar compressor.
+    /// The dictionary replay and the classify kernel of `self.isa`: no replay pass for a
+    /// kernel that replays itself; `None` for the scalar compressor.
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     #[inline]
-    fn simd_passes(&self) -> Option<pipeline::Passes<WORDS>> {
-        let scalar = |kernel: pipeline::Kernel<WORDS>, interleaved| pipeline::Passes {
-            replay: pipeline::recurrence::<WORDS>,
-            kernel,
-            interleaved,
-        };
+    fn simd_passes(&self) -> Option<(Option<pipeline::Replay<WORDS>>, pipeline::Kernel<WORDS>)> {
         match self.isa {
             #[cfg(all(target_arch = "x86_64", wkdm_avx512))]
-            Isa::Avx512 => Some(pipeline::Passes {
-                replay: arch::x86_64::avx512::replay::<WORDS>,
-                kernel: arch::x86_64::avx512::classify::<WORDS>,
-                interleaved: false,
-            }),
+            Isa::Avx512 => {
+                Some((Some(arch::x86_64::avx512::replay::<WORDS>), arch::x86_64::avx512::classify::<WORDS>))
+            }
             #[cfg(target_arch = "x86_64")]
-            Isa::Avx2 => Some(scalar(arch::x86_64::avx2::classify::<WORDS>, true)),
+            Isa::Avx2 => Some((None, arch::x86_64::avx2::classify::<WORDS>)),
             #[cfg(target_arch = "x86_64")]
-            Isa::Sse41 => Some(scalar(arch::x86_64::sse41::classify::<WORDS>, true)),
+            Isa::Sse41 => Some((None, arch::x86_64::sse41::classify::<WORDS>)),
             #[cfg(target_arch = "aarch64")]
-            Isa::Neon => Some(scalar(arch::aarch64::neon::classify::<WORDS>, false)),
+            Isa::Neon => Some((Some(pipeline::recurrence::<WORDS>), arch::aarch64::neon::classify::<WORDS>)),
             _ => None,
         }
     }

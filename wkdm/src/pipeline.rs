@@ -11,7 +11,8 @@
 //! the scalar compressor's ([`compress::finish`]), so every path writes the same bytes.
 //!
 //! The AVX2 and SSE4.1 kernels replay the scalar way themselves, one 16-word group ahead of
-//! the group they classify ([`Passes::interleaved`]): the core then overlaps the replay's
+//! the group they classify (`arch::classify` with `REPLAY`; their path has no replay pass):
+//! the core then overlaps the replay's
 //! loads and stores with the vector classification, which two passes over the page ran one
 //! after the other. The replay stays a group ahead so that no group is classified right
 //! after its `prev` and slots were stored (docs/perf/wkdm.md). AVX-512 replays in
@@ -73,21 +74,9 @@ pub(crate) type Replay<const W: usize> =
 
 /// A per-instruction-set classify kernel (`arch::classify`): it may only run where its
 /// instruction set is present. The dictionary argument is the replay's, for kernels that
-/// replay themselves.
+/// replay themselves (a path whose kernel does has no [`Replay`]).
 pub(crate) type Kernel<const W: usize> =
     unsafe fn(&[u8], &mut Scratch<W>, &mut [u32; 256], bool, Range<usize>, Counts) -> KernelResult;
-
-/// A SIMD path's compressor passes.
-#[derive(Clone, Copy)]
-pub(crate) struct Passes<const W: usize> {
-    /// The dictionary replay.
-    pub(crate) replay: Replay<W>,
-    /// The classify kernel.
-    pub(crate) kernel: Kernel<W>,
-    /// Whether the kernel replays each next group itself with [`recurrence`] (after `replay`
-    /// has done the first group) instead of `replay` running over each range first.
-    pub(crate) interleaved: bool,
-}
 
 /// What a kernel reports for a range of words.
 #[derive(Clone, Copy, Debug)]
@@ -100,17 +89,15 @@ pub(crate) enum KernelResult {
 
 /// The compressor around `replay`, which fills `s.prev` and `s.slots` (see
 /// [`recurrence`]), and `kernel`, which classifies `s.prev` against the page and writes the
-/// packed tags (into `s.tags`), misses, indices and low bits. With `interleaved`, `replay`
-/// runs over the first group only and the kernel replays the others (see [`Passes`]).
+/// packed tags (into `s.tags`), misses, indices and low bits; `replay` does nothing for a
+/// kernel that replays itself.
 #[inline]
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn compress<const W: usize>(
     page: &[u8],
     s: &mut Scratch<W>,
     out: &mut [u8],
     options: &CompressOptions,
     report_same_value: bool,
-    interleaved: bool,
     mut replay: impl FnMut(&[u8], &mut [u32; W], &mut [u8; W], &mut [u32; 256], Range<usize>),
     mut kernel: impl FnMut(&[u8], &mut Scratch<W>, &mut [u32; 256], bool, Range<usize>, Counts) -> KernelResult,
 ) -> Result<Compressed, CompressError> {
@@ -119,13 +106,8 @@ pub(crate) fn compress<const W: usize>(
     let first = EARLY_ABORT_WORDS.div_ceil(16);
     let mut dict = [0u32; 256];
     let mut counts = Counts::default();
-    if interleaved {
-        replay(page, &mut s.prev, &mut s.slots, &mut dict, 0..1);
-    }
     for groups in [0..first, first..W / 16] {
-        if !interleaved {
-            replay(page, &mut s.prev, &mut s.slots, &mut dict, groups.clone());
-        }
+        replay(page, &mut s.prev, &mut s.slots, &mut dict, groups.clone());
         counts = match kernel(page, s, &mut dict, budget.early_abort, groups, counts) {
             KernelResult::Done(counts) => counts,
             KernelResult::EarlyAbort => return Err(CompressError::Incompressible),

@@ -14,9 +14,10 @@ use super::lanes::Lanes;
 /// for `page` (`4 * W` bytes, little-endian words). The items of zero words are stale and
 /// must not affect the result: zero lanes are masked out of every hit, miss and partial.
 ///
-/// With `REPLAY` only the first group's items must be there: before classifying a group
-/// it replays the next one into `s.prev` and `s.slots`, continuing from `dict`
-/// ([`pipeline::Passes::interleaved`]); without, `dict` is not used.
+/// With `REPLAY` it fills them itself, continuing from `dict`: the first group of the page
+/// first, then, before classifying each group, the next one, so that no group is
+/// classified right after its items were stored (`pipeline`); without, `dict` is not
+/// used.
 ///
 /// # Safety
 ///
@@ -36,6 +37,9 @@ pub(crate) unsafe fn classify<V: Lanes, const W: usize, const REPLAY: bool>(
     let indices = s.indices.as_mut_ptr();
     let lows = s.lows.as_mut_ptr();
     let (mut m, mut h, mut p) = (counts.misses, counts.hits, counts.partials);
+    if REPLAY && groups.start == 0 {
+        pipeline::recurrence::<W>(page, &mut s.prev, &mut s.slots, dict, 0..1);
+    }
     for group in groups {
         if REPLAY && group + 1 < W / 16 {
             pipeline::recurrence::<W>(page, &mut s.prev, &mut s.slots, dict, group + 1..group + 2);
