@@ -291,7 +291,8 @@ const TAG_ROWS: [TagRow; 4] = {
     [row(ZERO), row(PARTIAL), row(MISS), row(EXACT)]
 };
 
-/// Dictionary entry that absorbs the stores of words that must not change the dictionary.
+/// The scalar decoder's first spare entry: ZERO words load and store entry 16 + index, which
+/// no slot uses (the SIMD chain has its own dump entry, `arch::expand::ZERO_ROUTE`).
 pub(crate) const DUMP_ENTRY: u8 = 16;
 
 /// Per tag (ZERO, PARTIAL, MISS, EXACT): the bits of the dictionary entry a word keeps.
