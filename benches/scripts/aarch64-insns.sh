@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Instructions per page of WKdm (scalar and NEON paths) and C LZ4 on aarch64, counted under
-# qemu-user by a TCG plugin (benches/aarch64/insn_count.c): the harness (benches/aarch64)
-# runs once with 0 and once with ITERATIONS passes over the pages, and the difference,
-# divided by the pages processed, is the figure, so loading and setup do not count. These
-# are guest instruction counts, not time: they say nothing of latencies, stalls or memory.
+# Instructions per page of WKdm (scalar and NEON paths), lzokit's `Lzo1x` and `LzoRle`, C LZ4
+# and C liblzo2 (miniLZO, the same code) on aarch64, counted under qemu-user by a TCG plugin
+# (benches/aarch64/insn_count.c): the harness (benches/aarch64) runs once with 0 and once
+# with ITERATIONS passes over the pages, and the difference, divided by the pages processed,
+# is the figure, so loading and setup do not count. These are guest instruction counts, not
+# time: they say nothing of latencies, stalls or memory.
 #
 #   bash benches/scripts/aarch64-insns.sh [ITERATIONS [FILE.pages...]] > insns.txt
 #
@@ -13,8 +14,16 @@
 # byte pages back to back, e.g. from `pagebench capture`) each file is one row set, of at
 # most MAX_PAGES (default 3000) evenly spaced pages.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
 iterations="${1:-200}"
+shift || true
+# Page files as given (for the header) and as absolute paths (the script runs from the root).
+names=("$@")
+files=()
+for f in "$@"; do
+    [ -f "$f" ] || { echo "aarch64-insns: $f: no such file" >&2; exit 2; }
+    files+=("$(realpath "$f")")
+done
+cd "$(dirname "$0")/../.."
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
 export CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc
 export AR_aarch64_unknown_linux_gnu=aarch64-linux-gnu-ar
@@ -41,14 +50,12 @@ per_page() {
     awk -v b="$base" -v t="$total" -v p="$pages" -v n="$iterations" 'BEGIN { printf "%.0f %d", (t - b) / (n * p), p }'
 }
 
-shift || true
-files=("$@")
 if [ ${#files[@]} -gt 0 ]; then
     export WKDM_INSNS_MAX_PAGES="${MAX_PAGES:-3000}"
 fi
-echo "# ${WKDM_INSNS_MAX_PAGES:+MAX_PAGES=$WKDM_INSNS_MAX_PAGES }bash benches/scripts/aarch64-insns.sh $iterations${files[*]:+ ${files[*]}}"
+echo "# ${WKDM_INSNS_MAX_PAGES:+MAX_PAGES=$WKDM_INSNS_MAX_PAGES }bash benches/scripts/aarch64-insns.sh $iterations${names[*]:+ ${names[*]}}"
 echo "# $(qemu-aarch64 --version | head -1), $(aarch64-linux-gnu-gcc --version | head -1), $(rustc --version)"
-echo "# commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- wkdm benches/aarch64 || echo ' (modified)'), $(date -u +%Y-%m-%d)"
+echo "# commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- wkdm lzo pagecodec benches/aarch64 || echo ' (modified)'), $(date -u +%Y-%m-%d)"
 echo "# guest instructions per page (4096 bytes), $iterations passes minus 0 passes; not time"
 echo "# columns: instructions per page, and in brackets the pages measured (compress: all;"
 echo "# decompress: those with a stream, so WKdm's zero and single-value pages are left out)"
@@ -74,7 +81,7 @@ for set in "${sets[@]}"; do
         pages=("$set")
         label=$(basename "$set" .pages)
     fi
-    for codec in wkdm-scalar wkdm-neon lz4; do
+    for codec in wkdm-scalar wkdm-neon lz4 lzo lzo-rle liblzo2; do
         read -r c cp <<<"$(per_page "$codec" compress "${pages[@]}")"
         read -r d dp <<<"$(per_page "$codec" decompress "${pages[@]}")"
         result[$set,$codec]="$c $d"
@@ -86,9 +93,16 @@ echo "# all pages, as ratios"
 read -r sc sd <<<"${result[all,wkdm-scalar]}"
 read -r nc nd <<<"${result[all,wkdm-neon]}"
 read -r lc ld <<<"${result[all,lz4]}"
-awk -v sc="$sc" -v sd="$sd" -v nc="$nc" -v nd="$nd" -v lc="$lc" -v ld="$ld" 'BEGIN {
+read -r zc zd <<<"${result[all,lzo]}"
+read -r rc rd <<<"${result[all,lzo-rle]}"
+read -r oc od <<<"${result[all,liblzo2]}"
+awk -v sc="$sc" -v sd="$sd" -v nc="$nc" -v nd="$nd" -v lc="$lc" -v ld="$ld" \
+    -v zc="$zc" -v zd="$zd" -v rc="$rc" -v rd="$rd" -v oc="$oc" -v od="$od" 'BEGIN {
     printf "%-28s %8s %10s\n", "", "compress", "decompress"
     printf "%-28s %7.2fx %9.2fx\n", "wkdm-neon / wkdm-scalar", nc / sc, nd / sd
     printf "%-28s %7.2fx %9.2fx\n", "wkdm-neon / C LZ4", nc / lc, nd / ld
     printf "%-28s %7.2fx %9.2fx\n", "wkdm-scalar / C LZ4", sc / lc, sd / ld
+    printf "%-28s %7.2fx %9.2fx\n", "lzo / C liblzo2", zc / oc, zd / od
+    printf "%-28s %7.2fx %9.2fx\n", "lzo-rle / C liblzo2", rc / oc, rd / od
+    printf "%-28s %7.2fx %9.2fx\n", "lzo / C LZ4", zc / lc, zd / ld
 }'
