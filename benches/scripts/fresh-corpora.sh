@@ -9,14 +9,9 @@
 # already holds all three page files, they are measured again instead of captured anew (the
 # same pages before and after a change).
 set -euo pipefail
-outdir=${1:?output folder for the page files}
-result=${2:?result file}
 here=$(cd "$(dirname "$0")" && pwd)
-cd "$here/../.."
-cargo build --release -p pagebench
-pb="$PWD/${CARGO_TARGET_DIR:-target}/release/pagebench"
-mkdir -p "$outdir"
-outdir=$(cd "$outdir" && pwd)
+. "$here/corpora-lib.sh"
+corpora_setup "$@"
 
 if [ -s "$outdir/sqlite.pages" ] && [ -s "$outdir/gcc.pages" ] && [ -s "$outdir/dom.pages" ]; then
     echo "fresh-corpora: measuring the page files already in $outdir" >&2
@@ -59,19 +54,4 @@ PY
     "$pb" capture -o "$outdir/dom.pages" -- node "$here/dom-heap.js"
 fi
 
-{
-    echo "\$ bash benches/scripts/fresh-corpora.sh OUTDIR RESULT.txt"
-    echo "\$ pagebench run --corpus sqlite.pages gcc.pages dom.pages --codec lzo,lzo-rle,lzo-kernel,liblzo2,lz4 --max-pages 4000 --reps 5 --quiet --runs 5 [--sweep]"
-    for order in "" --sweep; do
-        echo
-        echo "## ${order:-back to back}"
-        "$pb" run --corpus "$outdir/sqlite.pages" "$outdir/gcc.pages" "$outdir/dom.pages" \
-            --codec lzo,lzo-rle,lzo-kernel,liblzo2,lz4 --max-pages 4000 --reps 5 --quiet --runs 5 $order 2>&1 \
-            | tee "$outdir/run${order}.txt" \
-            | sed -n '/^machine:/p; /^corpora/,/^codecs:/p; /^== over the/,$p'
-    done
-    echo
-    echo "## compression ratio (back to back, run 1; the same pages in every run)"
-    echo "codec         pages | compressed bytes: min max mean | ratio, stored/original | incompressible pages, share"
-    awk '/==== run 2/{exit} /^== [a-z]+: /{print} /^(lzo|lzo-rle|lzo-kernel|lz4|liblzo2) +[0-9]+ \|/{print}' "$outdir/run.txt"
-} | tee "$result"
+corpora_measure fresh-corpora.sh "$result" lzo,lzo-rle,lzo-kernel,liblzo2,lz4 4000 sqlite gcc dom

@@ -8,14 +8,9 @@
 # (root or the same user). When OUTDIR already holds both page files, they are measured again
 # instead of captured anew.
 set -euo pipefail
-outdir=${1:?output folder for the page files}
-result=${2:?result file}
 here=$(cd "$(dirname "$0")" && pwd)
-cd "$here/../.."
-cargo build --release -p pagebench
-pb="$PWD/${CARGO_TARGET_DIR:-target}/release/pagebench"
-mkdir -p "$outdir"
-outdir=$(cd "$outdir" && pwd)
+. "$here/corpora-lib.sh"
+corpora_setup "$@"
 
 if [ -s "$outdir/rustc.pages" ] && [ -s "$outdir/json.pages" ]; then
     echo "unseen-corpora: measuring the page files already in $outdir" >&2
@@ -50,20 +45,4 @@ PY
     "$pb" capture -o "$outdir/json.pages" -- python3 "$here/json-heap.py"
 fi
 
-{
-    echo "\$ bash benches/scripts/unseen-corpora.sh OUTDIR RESULT.txt"
-    echo "\$ pagebench run --corpus rustc.pages json.pages --codec lzo,lzo-rle,liblzo2,lz4,wkdm,wkdm-avx2 --max-pages 3000 --reps 5 --quiet --runs 5 [--sweep]"
-    for order in "" --sweep; do
-        echo
-        echo "## ${order:-back to back}"
-        "$pb" run --corpus "$outdir/rustc.pages" "$outdir/json.pages" \
-            --codec lzo,lzo-rle,liblzo2,lz4,wkdm,wkdm-avx2 --max-pages 3000 --reps 5 --quiet --runs 5 $order 2>&1 \
-            | tee "$outdir/run${order}.txt" \
-            | sed -n '/^machine:/p; /^corpora/,/^codecs:/p; /^== over the/,$p' \
-            | sed "s#$outdir/##g"
-    done
-    echo
-    echo "## compression ratio (back to back, run 1; the same pages in every run)"
-    echo "codec         pages | compressed bytes: min max mean | ratio, stored/original | incompressible pages, share"
-    awk '/==== run 2/{exit} /^== [a-z]+: /{print} /^(lzo|lzo-rle|wkdm|wkdm-avx2|lz4|liblzo2) +[0-9]+ \|/{print}' "$outdir/run.txt"
-} | tee "$result"
+corpora_measure unseen-corpora.sh "$result" lzo,lzo-rle,liblzo2,lz4,wkdm,wkdm-avx2 3000 rustc json

@@ -39,6 +39,7 @@ pub mod codecs;
 pub mod corpus;
 #[cfg(target_os = "linux")]
 pub mod kswap;
+pub mod liblzo2_ffi;
 pub mod measure;
 pub mod peers;
 pub mod report;

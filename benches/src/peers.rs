@@ -15,7 +15,7 @@
 //! | `liblzo2` | C `lzo1x_1_compress` / `lzo1x_decompress_safe` | miniLZO 2.10 in `minilzo-rs` |
 //! | `lzo1x-rs` | the pure-Rust `lzo1x` crate (level 3 = LZO1X-1(14); allocates a `Vec` per call) | crates.io `lzo1x` |
 
-use std::os::raw::{c_char, c_int, c_uchar, c_ulong, c_void};
+use std::os::raw::{c_char, c_int, c_ulong, c_void};
 
 use pagecodec::{CompressError, DecompressError, PAGE_SIZE, Page, PageCodec};
 
@@ -160,28 +160,7 @@ impl PageCodec for Zstd1 {
     }
 }
 
-// miniLZO 2.10 as compiled by `minilzo-rs`, whose own API allocates a `Vec` per call; these
-// are liblzo2's documented C entry points, linked from that crate's static library.
-unsafe extern "C" {
-    fn lzo1x_1_compress(
-        src: *const c_uchar,
-        src_len: c_ulong,
-        dst: *mut c_uchar,
-        dst_len: *mut c_ulong,
-        wrkmem: *mut c_void,
-    ) -> c_int;
-    fn lzo1x_decompress_safe(
-        src: *const c_uchar,
-        src_len: c_ulong,
-        dst: *mut c_uchar,
-        dst_len: *mut c_ulong,
-        wrkmem: *mut c_void,
-    ) -> c_int;
-    fn lzo_version() -> std::os::raw::c_uint;
-}
-
-/// `LZO1X_1_MEM_COMPRESS`: 16384 dictionary entries of a pointer's size.
-const LZO1X_1_MEM_COMPRESS: usize = 16384 * size_of::<*const u8>();
+use crate::liblzo2_ffi::{self, LZO1X_1_MEM_COMPRESS, lzo_version, lzo1x_1_compress, lzo1x_decompress_safe};
 
 /// C liblzo2 `lzo1x_1_compress` / `lzo1x_decompress_safe` (miniLZO, same code).
 pub struct LibLzo {
@@ -191,8 +170,7 @@ pub struct LibLzo {
 
 impl Default for LibLzo {
     fn default() -> Self {
-        // Reference the crate so its static library is linked (its checksum is pure C).
-        let _ = minilzo_rs::adler32(&[]);
+        liblzo2_ffi::link();
         LibLzo {
             wrkmem: vec![0u64; LZO1X_1_MEM_COMPRESS / 8].into_boxed_slice(),
             scratch: Box::new([0; LZO_WORST]),
@@ -203,7 +181,7 @@ impl Default for LibLzo {
 impl LibLzo {
     /// The library's version as `major.minor` (e.g. "2.10").
     pub fn version() -> String {
-        let _ = minilzo_rs::adler32(&[]);
+        liblzo2_ffi::link();
         // SAFETY: `lzo_version` takes no arguments and returns a constant.
         let v = unsafe { lzo_version() };
         format!("{}.{:02}", v >> 12, (v >> 4) & 0xff)

@@ -12,7 +12,7 @@
 //! `WKDM_INSNS_MAX_PAGES=N` keeps N evenly spaced pages of the files.
 
 use std::hint::black_box;
-use std::os::raw::{c_char, c_int, c_uchar, c_ulong, c_void};
+use std::os::raw::{c_char, c_int, c_ulong, c_void};
 use std::process::ExitCode;
 
 use pagecodec::{Page, PageCodec};
@@ -23,27 +23,10 @@ const PAGE: usize = 4096;
 /// LZO1X's 4096 + 4096 / 16 + 64 + 3).
 const ROOM: usize = 4500;
 
-// C liblzo2's documented entry points, from miniLZO 2.10 as `minilzo-rs` compiles it (its own
-// API allocates a `Vec` per call).
-unsafe extern "C" {
-    fn lzo1x_1_compress(
-        src: *const c_uchar,
-        src_len: c_ulong,
-        dst: *mut c_uchar,
-        dst_len: *mut c_ulong,
-        wrkmem: *mut c_void,
-    ) -> c_int;
-    fn lzo1x_decompress_safe(
-        src: *const c_uchar,
-        src_len: c_ulong,
-        dst: *mut c_uchar,
-        dst_len: *mut c_ulong,
-        wrkmem: *mut c_void,
-    ) -> c_int;
-}
-
-/// `LZO1X_1_MEM_COMPRESS`: 16384 dictionary entries of a pointer's size.
-const LZO1X_1_MEM_COMPRESS: usize = 16384 * size_of::<*const u8>();
+#[path = "../../src/liblzo2_ffi.rs"]
+#[allow(dead_code, reason = "the harness does not print the library's version")]
+mod liblzo2_ffi;
+use liblzo2_ffi::{LZO1X_1_MEM_COMPRESS, lzo1x_1_compress, lzo1x_decompress_safe};
 
 /// One codec: compress a page into `out` (the stream length, or `None` when the codec keeps
 /// no stream), decompress a stream into a page.
@@ -148,8 +131,7 @@ fn main() -> ExitCode {
         "lzo-rle" => Codec::Family(Box::new(lzokit::LzoRle::default())),
         "lz4" => Codec::Lz4,
         "liblzo2" => {
-            // Reference the crate so that its static library is linked.
-            let _ = minilzo_rs::adler32(&[]);
+            liblzo2_ffi::link();
             Codec::LibLzo(vec![0u64; LZO1X_1_MEM_COMPRESS / 8].into_boxed_slice())
         }
         other => {
