@@ -54,4 +54,4 @@ PY
     "$pb" capture -o "$outdir/dom.pages" -- node "$here/dom-heap.js"
 fi
 
-corpora_measure fresh-corpora.sh "$result" lzo,lzo-rle,lzo-kernel,liblzo2,lz4 4000 sqlite gcc dom
+corpora_measure fresh-corpora.sh "$result" lzo,lzo-fast,lzo-rle,lzo-kernel,liblzo2,lz4 4000 sqlite gcc dom

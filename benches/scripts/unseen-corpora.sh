@@ -45,4 +45,4 @@ PY
     "$pb" capture -o "$outdir/json.pages" -- python3 "$here/json-heap.py"
 fi
 
-corpora_measure unseen-corpora.sh "$result" lzo,lzo-rle,liblzo2,lz4,wkdm,wkdm-avx2 3000 rustc json
+corpora_measure unseen-corpora.sh "$result" lzo,lzo-fast,lzo-rle,liblzo2,lz4,wkdm,wkdm-avx2 3000 rustc json

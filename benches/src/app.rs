@@ -16,7 +16,7 @@ use crate::timing::{self, Timer};
 use crate::{codecs, peers};
 
 /// What each codec name in the tables is, printed with every run.
-pub const PEERS_LEGEND: &str = "codec names: lzo, lzo-rle, lzo-kernel, wkdm* = this family's crates; \
+pub const PEERS_LEGEND: &str = "codec names: lzo, lzo-fast, lzo-rle, lzo-kernel, wkdm* = this family's crates; \
 lz4 = C LZ4 (LZ4_compress_default / LZ4_decompress_safe via lz4-sys); lz4_flex = the lz4_flex crate \
 (safe Rust); lz4-page / zstd = pagecodec-adapters (lz4_flex / C zstd level 3 behind PageCodec); \
 zstd-1 = C zstd level 1 (zstd crate); liblzo2 = C liblzo2 lzo1x_1 / lzo1x_decompress_safe (miniLZO \

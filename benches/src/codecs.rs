@@ -104,6 +104,7 @@ pub fn ours() -> Vec<Box<dyn PageCodec>> {
     codecs.extend::<Vec<Box<dyn PageCodec>>>(vec![
         Box::new(lzokit::Lzo1x::default()),
         Box::new(lzokit::LzoRle::default()),
+        Box::new(lzokit::Lzo1xFast::default()),
         // The kernel's exact plain LZO1X-1 bytes (zram's `lzo`).
         Box::new(lzokit::Lzo1xKernel::default()),
         Box::new(HybridCodec::default()),

@@ -76,7 +76,7 @@ struct RunArgs {
     /// Flat page files (4096-byte pages back to back) to measure instead of the default corpus.
     #[arg(long, num_args = 1.., value_name = "FILE")]
     corpus: Vec<PathBuf>,
-    /// Only these codecs (repeat or comma-separate). Ours: wkdm (and wkdm-<isa>), lzo,
+    /// Only these codecs (repeat or comma-separate). Ours: wkdm (and wkdm-<isa>), lzo, lzo-fast,
     /// lzo-rle, lzo-kernel, hybrid, lz4-page, zstd (pagecodec-adapters). Peers: lz4 = C LZ4
     /// via lz4-sys, lz4_flex = the lz4_flex crate, zstd-1 = C zstd level 1, liblzo2 = C
     /// liblzo2 (miniLZO 2.10), lzo1x-rs = the pure-Rust lzo1x crate, raw = memcpy.

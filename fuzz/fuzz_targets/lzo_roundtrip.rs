@@ -3,7 +3,8 @@
 //! `pagecodec_fuzz::check_lzo_round_trip`. Also whole pages through the `Lzo1x` page codec,
 //! both a fresh one and one kept across inputs: its match table survives calls (generation
 //! tags instead of a clear per page), so a kept codec must write exactly a fresh one's
-//! stream.
+//! stream. And whole pages through the fast level, `Lzo1xFast`, whose streams C liblzo2
+//! must decode too.
 //!
 //! The property lives in `pagecodec_fuzz::targets::lzo_roundtrip`;
 //! `tests/replay.rs` also runs it on the committed corpus.

@@ -10,9 +10,10 @@
 //!   3-byte forms only `lzo1x_999` writes) and LZO-RLE, into an output buffer of any size,
 //!   with typed errors mirroring liblzo2's ([`StreamError`]). No input makes it panic, read
 //!   or write out of bounds, loop forever or return stale bytes.
-//! - [`Lzo1x`] (the page-tuned compressor, zram's `lzo`), [`Lzo1xKernel`] (the kernel's exact
-//!   `lzo` bytes), [`LzoRle`] (the kernel's `lzo-rle` bytes) and [`Lzo1x999`] (a slow
-//!   minimum-cost compressor, LZO1X-999-class ratios) as [`PageCodec`]s.
+//! - [`Lzo1x`] (the page-tuned compressor, zram's `lzo`), [`Lzo1xFast`] (the fast level:
+//!   larger streams in less time), [`Lzo1xKernel`] (the kernel's exact `lzo` bytes),
+//!   [`LzoRle`] (the kernel's `lzo-rle` bytes) and [`Lzo1x999`] (a slow minimum-cost
+//!   compressor, LZO1X-999-class ratios) as [`PageCodec`]s.
 //!
 //! # `unsafe`
 //!
@@ -64,7 +65,7 @@ pub use error::StreamError;
 pub use format::max_compressed_len;
 pub use pagecodec::CompressError;
 
-use compress::{OptimalCompressor, PageCompressor};
+use compress::{FastCompressor, OptimalCompressor, PageCompressor};
 use pagecodec::{PAGE_SIZE, Page, PageCodec};
 
 /// The `PageCodec` methods the codecs share (their name, the largest stream, the decoder,
@@ -133,6 +134,47 @@ pub struct Lzo1x {
 }
 
 page_codec!(Lzo1x, "lzo", |codec, page, out| codec.compressor.compress(page.as_bytes(), out));
+
+/// Plain LZO1X-1 as a [`PageCodec`], the fast level: it compresses in well under C
+/// liblzo2's `lzo1x_1` time on every measured corpus, whether or not the core has seen the
+/// page before, where [`Lzo1x`] is as slow as liblzo2 on pages it has not. Every LZO decoder
+/// reads its streams (liblzo2, Linux, this crate's [`decompress`]).
+///
+/// It looks for a match only at every fourth position (memory pages repeat aligned fields)
+/// and extends each match backwards over the bytes it skipped. Fewer probes mean fewer
+/// branches that depend on the page's bytes, and those, not instructions, bound every LZO
+/// compressor on a page the core has not learnt, as in a page store, which sees each page
+/// once. The price is size: its streams are larger than liblzo2's on most pages and than
+/// [`Lzo1x`]'s on all (about C LZ4's sizes), and they take a little longer to decode than
+/// [`Lzo1x`]'s. Figures: docs/perf/lzokit.md, "A faster level".
+///
+/// Choose it where compression time matters more than memory, as in a store under write
+/// pressure. [`Lzo1x`] stays the default: its streams are smaller and decode faster, and on
+/// pages of long repeats it compresses faster too. It owns 4 KiB of working memory.
+///
+/// ```
+/// use lzokit::{Lzo1x, Lzo1xFast};
+/// use pagecodec::{Page, PageCodec};
+///
+/// let mut fast = Lzo1xFast::default();
+/// let mut page = Page::zeroed();
+/// for (i, b) in page.as_bytes_mut().iter_mut().enumerate() {
+///     *b = (i / 8 % 7) as u8;
+/// }
+/// let mut out = vec![0u8; fast.max_compressed_len()];
+/// let n = fast.compress(&page, &mut out)?;
+/// // Plain LZO1X: any LZO codec reads it.
+/// let mut back = Page::zeroed();
+/// Lzo1x::default().decompress(&out[..n], &mut back)?;
+/// assert_eq!(back, page);
+/// # Ok::<(), Box<dyn core::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct Lzo1xFast {
+    compressor: FastCompressor,
+}
+
+page_codec!(Lzo1xFast, "lzo-fast", |codec, page, out| codec.compressor.compress(page.as_bytes(), out));
 
 /// Plain LZO1X-1 as a [`PageCodec`] with the Linux kernel's exact bytes (its
 /// `lzo1x_1_compress`, zram's `lzo` as the kernel writes it), for stores that must hold the

@@ -1,7 +1,7 @@
 //! The family's conformance suite (round trips on every page class, every budget, damaged
 //! streams, garbage input, determinism) on the page codecs.
 
-use lzokit::{Lzo1x, Lzo1x999, LzoRle};
+use lzokit::{Lzo1x, Lzo1x999, Lzo1xFast, LzoRle};
 use pagecodec::PageCodec;
 use pagecodec::testing::check_codec;
 
@@ -10,6 +10,13 @@ fn lzo1x_passes_the_conformance_suite() {
     let mut codec = Lzo1x::default();
     assert_eq!(codec.name(), "lzo");
     assert_eq!(codec.max_compressed_len(), 4421);
+    check_codec(&mut codec);
+}
+
+#[test]
+fn lzo1x_fast_passes_the_conformance_suite() {
+    let mut codec = Lzo1xFast::default();
+    assert_eq!((codec.name(), codec.max_compressed_len()), ("lzo-fast", 4421));
     check_codec(&mut codec);
 }
 

@@ -6,7 +6,7 @@
 
 mod common;
 
-use lzokit::{KernelCompressor, Lzo1x, decompress, max_compressed_len};
+use lzokit::{KernelCompressor, Lzo1x, Lzo1xFast, decompress, max_compressed_len};
 use pagecodec::testing::{PageClass, Rng, generate};
 use pagecodec::{Page, PageCodec};
 
@@ -101,9 +101,9 @@ fn check_both_ways(input: &[u8], what: &str) {
     assert!(n <= theirs.len() + theirs.len() / 10 + 8, "{what}: ours {n} bytes, C {}", theirs.len());
 }
 
-/// The `Lzo1x` page codec's own compressor (page-specialised, not the kernel's bytes):
-/// its stream must decode exactly with C liblzo2 and with ours. Returns the stream length.
-fn check_page_codec(codec: &mut Lzo1x, page: &[u8], what: &str) -> usize {
+/// A page codec's own compressor (`Lzo1x`'s or `Lzo1xFast`'s, not the kernel's bytes): its
+/// stream must decode exactly with C liblzo2 and with ours. Returns the stream length.
+fn check_page_codec(codec: &mut dyn PageCodec, page: &[u8], what: &str) -> usize {
     let page = Page::from(<&[u8; 4096]>::try_from(page).unwrap());
     let mut stream = vec![0u8; codec.max_compressed_len()];
     let n = codec.compress(&page, &mut stream).unwrap();
@@ -118,14 +118,18 @@ fn check_page_codec(codec: &mut Lzo1x, page: &[u8], what: &str) -> usize {
 
 #[test]
 fn page_codec_streams_decode_with_liblzo2_on_every_class_and_random_pages() {
-    let mut codec = Lzo1x::default();
+    streams_decode_with_liblzo2_on_every_class_and_random_pages(&mut Lzo1x::default());
+}
+
+#[test]
+fn fast_level_streams_decode_with_liblzo2_on_every_class_and_random_pages() {
+    streams_decode_with_liblzo2_on_every_class_and_random_pages(&mut Lzo1xFast::default());
+}
+
+fn streams_decode_with_liblzo2_on_every_class_and_random_pages(codec: &mut dyn PageCodec) {
     for class in PageClass::ALL {
         for seed in 0..8 {
-            check_page_codec(
-                &mut codec,
-                generate(class, seed).as_bytes(),
-                &format!("{}#{seed}", class.name()),
-            );
+            check_page_codec(codec, generate(class, seed).as_bytes(), &format!("{}#{seed}", class.name()));
         }
     }
     // Random pages pieced together from every class (all match kinds, long runs, literals
@@ -148,15 +152,16 @@ fn page_codec_streams_decode_with_liblzo2_on_every_class_and_random_pages() {
                 at = end;
             }
         }
-        check_page_codec(&mut codec, &page, &format!("random page {case}"));
+        check_page_codec(codec, &page, &format!("random page {case}"));
     }
 }
 
 #[test]
 fn page_codec_streams_decode_with_liblzo2_on_real_pages() {
-    let mut codec = Lzo1x::default();
+    let (mut codec, mut fast) = (Lzo1x::default(), Lzo1xFast::default());
     for (case, page) in common::pages() {
         check_page_codec(&mut codec, &page, &case);
+        check_page_codec(&mut fast, &page, &format!("{case} (fast level)"));
     }
 }
 

@@ -282,6 +282,14 @@ fn page_compressor_streams_are_pinned() {
     assert_eq!(pinned_streams(&mut codec), (18159, 0x4593_FAF3_90D7_3D3E));
 }
 
+/// `Lzo1xFast`'s streams for the vector pages, pinned as `Lzo1x`'s are: a change of the fast
+/// level's choices (stride, entries, reach back) shows and has to be made on purpose.
+#[test]
+fn fast_compressor_streams_are_pinned() {
+    let mut codec = lzokit::Lzo1xFast::default();
+    assert_eq!(pinned_streams(&mut codec), (20146, 0x9F46_F9CE_3BD9_638F));
+}
+
 /// `Lzo1x999`'s streams of the vector pages at several depths, pinned as `Lzo1x`'s are: its
 /// search and parse choose among equally valid streams, and no other test sees a worse choice.
 #[test]

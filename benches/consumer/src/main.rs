@@ -88,6 +88,7 @@ fn main() {
         })
         .collect();
     codecs.push(("lzo".into(), Box::new(lzokit::Lzo1x::default())));
+    codecs.push(("lzo-fast".into(), Box::new(lzokit::Lzo1xFast::default())));
     codecs.push(("lzo-rle".into(), Box::new(lzokit::LzoRle::default())));
     codecs.push(("lzo-kernel".into(), Box::new(lzokit::Lzo1xKernel::default())));
     codecs.push(("lzo-999".into(), Box::new(lzokit::Lzo1x999::default())));

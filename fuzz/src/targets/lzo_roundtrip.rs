@@ -3,12 +3,13 @@
 //! `crate::check_lzo_round_trip`. Also whole pages through the `Lzo1x` page codec,
 //! both a fresh one and one kept across inputs: its match table survives calls (generation
 //! tags instead of a clear per page), so a kept codec must write exactly a fresh one's
-//! stream.
+//! stream. And whole pages through the fast level, `Lzo1xFast`, whose streams C liblzo2
+//! must decode too.
 
 use std::sync::Mutex;
 
-use crate::{LzoInput, PageRecipe, check_lzo_round_trip, check_page_codec};
-use lzokit::Lzo1x;
+use crate::{LzoInput, PageRecipe, c_decompress_safe, check_lzo_round_trip, check_page_codec};
+use lzokit::{Lzo1x, Lzo1xFast};
 use pagecodec::PageCodec;
 
 /// The page codec that has seen every earlier input of this run.
@@ -29,4 +30,11 @@ pub fn run(data: &[u8]) {
     let from_fresh = Lzo1x::default().compress(&page, &mut a).map(|n| a[..n].to_vec());
     let from_kept = kept.compress(&page, &mut b).map(|n| b[..n].to_vec());
     assert_eq!(from_fresh, from_kept, "a kept Lzo1x wrote a different stream from a fresh one");
+
+    let mut fast = Lzo1xFast::default();
+    check_page_codec(&mut fast, &page, budget, true);
+    let n = fast.compress(&page, &mut a).expect("the worst-case budget suffices");
+    let (code, c_out) = c_decompress_safe(&a[..n], 4096);
+    assert_eq!(code, 0, "C liblzo2 rejects a fast-level stream");
+    assert!(c_out == page.as_bytes()[..], "C liblzo2 decodes a fast-level stream differently");
 }

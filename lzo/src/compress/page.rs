@@ -270,7 +270,7 @@ const LAZY_MUST_AGREE: u64 = (1 << (8 * (4 + LAZY_GAIN))) - 1;
 ///
 /// `m_pos < ip < IP_END`, and the low 4 bytes of `diff` are zero.
 #[inline(always)]
-unsafe fn match_len(page: &[u8; PAGE_SIZE], ip: usize, m_pos: usize, diff: u64) -> usize {
+pub(super) unsafe fn match_len(page: &[u8; PAGE_SIZE], ip: usize, m_pos: usize, diff: u64) -> usize {
     let src: &[u8] = page;
     if diff != 0 {
         // 4..=7 bytes: the first byte that differs, from the 8 compared.
@@ -329,7 +329,7 @@ impl Recent {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     extern crate alloc;
     use alloc::vec;
 
@@ -340,7 +340,7 @@ mod tests {
     use crate::{decompress, max_compressed_len};
 
     /// Every class, 3 seeds each (under Miri 4 classes, 1 seed: it is slow).
-    fn pages() -> alloc::vec::Vec<[u8; PAGE_SIZE]> {
+    pub(in crate::compress) fn pages() -> alloc::vec::Vec<[u8; PAGE_SIZE]> {
         let (classes, seeds) = if cfg!(miri) {
             (&[PageClass::Zero, PageClass::Pointers, PageClass::Text, PageClass::Random][..], 1)
         } else {
@@ -401,7 +401,7 @@ mod tests {
     /// The `(position, length, distance)` of every match of a plain LZO1X stream, read with
     /// the reference decoder's instruction reader; the position is where the match's
     /// output starts.
-    fn matches(stream: &[u8]) -> alloc::vec::Vec<(usize, usize, usize)> {
+    pub(in crate::compress) fn matches(stream: &[u8]) -> alloc::vec::Vec<(usize, usize, usize)> {
         let (mut ip, mut op, mut scratch) = (0, 0, [0u8; PAGE_SIZE]);
         let mut state = first_literals(stream, &mut ip, &mut scratch, &mut op).unwrap();
         let mut found = vec![];

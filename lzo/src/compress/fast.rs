@@ -1,0 +1,340 @@
+//! The fast LZO1X compressor behind [`Lzo1xFast`](crate::Lzo1xFast): it looks for a match
+//! only at every fourth position.
+//!
+//! Memory pages are arrays of aligned fields, and their repeats mostly start on field
+//! boundaries. Probing one position in four finds those matches with a quarter of the
+//! probes. A match that starts between two probed positions is found at the next one and
+//! extended backwards over the pending literals without a loop: the count of equal bytes
+//! before it comes from one XOR of the 8 bytes before each end. Why it pays: on a page the
+//! core has not learnt (a page store sees each page once), every probe's hit-or-miss branch
+//! and every match's length test are mispredicted at a rate set by the page's bytes, and
+//! those mispredictions bound every LZO1X compressor there, the others included
+//! (docs/perf/lzokit.md, "Branches a core has not learnt"). Fewer probes, fewer of them.
+//!
+//! How it searches:
+//!
+//! 1. **Probes at multiples of 4.** At each probed position the 4 bytes there are compared
+//!    with the 4 bytes one recent distance back (the last match's), then with the 4 at the
+//!    table's candidate; the first that agrees is the match.
+//! 2. **The table holds positions of every other byte pair.** A probe that misses enters
+//!    its own position and the one 2 bytes on (both from the 8 bytes already loaded), so a
+//!    later probe finds sources at any even distance, not only multiples of 4 (the
+//!    ratio this gains, by corpus, is in docs/perf/lzokit.md). 2048 `u16` entries (4 KiB),
+//!    the kernel's multiplicative hash of the 4 bytes, cleared on every call.
+//! 3. **Backward and forward extension.** A match reaches back over the pending literals
+//!    while the bytes before both ends agree (up to 8), and forward 8 bytes at a time, as
+//!    [`Lzo1x`](crate::Lzo1x)'s, stopping once it reaches 20 bytes before the page end.
+//! 4. **Scanning resumes at the first probed position at or after the match end**; the
+//!    bytes in between are literals unless the next match reaches back over them.
+//!
+//! What it gives up: matches shorter than 4 bytes plus the distance to the next probed
+//! position, sources at odd distances (unless at the recent distance), and the lazy step of
+//! [`Lzo1x`](crate::Lzo1x). Its streams are larger than C liblzo2's `lzo1x_1` on most
+//! pages (about C LZ4's sizes) and take a little longer to decode than
+//! [`Lzo1x`](crate::Lzo1x)'s (measured by corpus in docs/perf/lzokit.md).
+//!
+//! The stream is plain LZO1X (liblzo2 and Linux decode it); the output budget contract is
+//! the other compressors' (the same `Output` writer): nothing is written past `dst`, and
+//! [`CompressError::Incompressible`] comes as soon as the next piece cannot fit.
+
+use pagecodec::{CompressError, PAGE_SIZE};
+
+use super::kernel::{hash_bits, le64};
+use super::output::Output;
+use super::page::match_len;
+
+/// Bytes from one probed position to the next.
+const STRIDE: usize = 4;
+/// log2 of the table's entry count.
+const TABLE_BITS: u32 = 11;
+/// No match starts at or after this position (as in the other compressors), which leaves
+/// room for every 8- and 16-byte read of the loop.
+const IP_END: usize = PAGE_SIZE - 20;
+/// The first probed position. A stream's first instruction must be a run of at least 4
+/// literals, and a match reaches back at most 8 bytes, so a first match here or later
+/// starts at 4 or later.
+const FIRST_PROBE: usize = 12;
+/// The recent distance before the first match: the probed position before.
+const REP_START: usize = STRIDE;
+const _: () = assert!(FIRST_PROBE % STRIDE == 0 && FIRST_PROBE >= 4 + 8 && REP_START <= FIRST_PROBE);
+
+/// The fast compressor's working memory: 4 KiB of positions by the hash of their 4 bytes.
+#[derive(Clone)]
+pub(crate) struct FastCompressor {
+    table: [u16; 1 << TABLE_BITS],
+}
+
+impl Default for FastCompressor {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl core::fmt::Debug for FastCompressor {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("FastCompressor").finish_non_exhaustive()
+    }
+}
+
+impl FastCompressor {
+    /// An empty table.
+    pub(crate) const fn new() -> Self {
+        FastCompressor { table: [0; 1 << TABLE_BITS] }
+    }
+
+    /// Compresses one page as a plain LZO1X stream into `dst` (its length is the budget);
+    /// returns the stream's length.
+    pub(crate) fn compress(
+        &mut self,
+        page: &[u8; PAGE_SIZE],
+        dst: &mut [u8],
+    ) -> Result<usize, CompressError> {
+        // Cleared on every call, so every entry is a position of this page below the
+        // probed one (0 when never written: a candidate the compare rules in or out).
+        // Generation tags instead cost the other page compressors more in sweeps
+        // (docs/perf/lzokit.md, "A faster level").
+        self.table.fill(0);
+        let src: &[u8] = page;
+        let mut out = Output::new(dst);
+        // The pending literals are `src[lit_start..ip]`.
+        let mut lit_start = 0;
+        let mut ip = FIRST_PROBE;
+        let mut rep = REP_START;
+        while ip < IP_END {
+            // SAFETY: ip < IP_END, so ip + 8 <= src.len().
+            let word = unsafe { le64(src, ip) };
+            // SAFETY: 1 <= rep <= ip (rep is REP_START <= FIRST_PROBE, or an earlier
+            // match's distance, at most its position, which is below ip), and ip + 8 <=
+            // src.len() as above.
+            let rep_diff = word ^ unsafe { le64(src, ip - rep) };
+            let (diff, m_pos) = if rep_diff as u32 == 0 {
+                (rep_diff, ip - rep)
+            } else {
+                let h = hash_bits(word as u32, TABLE_BITS);
+                let cand = usize::from(self.table[h]);
+                self.table[h] = ip as u16;
+                // SAFETY: every entry is 0 or a position entered by an earlier probe of
+                // this call (ip or ip + 2 of a probe before this one), so below ip, and
+                // cand + 8 <= ip + 8 <= src.len().
+                let cand_diff = word ^ unsafe { le64(src, cand) };
+                if cand_diff as u32 != 0 {
+                    self.table[hash_bits((word >> 16) as u32, TABLE_BITS)] = (ip + 2) as u16;
+                    ip += STRIDE;
+                    continue;
+                }
+                (cand_diff, cand)
+            };
+            ip = opaque(ip);
+            // The bytes before both ends that agree, up to the pending literals and the
+            // source's start (at most 8: one XOR of the 8 bytes before each).
+            let back_room = (ip - lit_start).min(m_pos);
+            let back = if back_room == 0 {
+                0
+            } else {
+                // SAFETY: back_room >= 1, so 1 <= m_pos < ip < src.len().
+                let x = unsafe { back_xor(src, ip, m_pos) };
+                ((x.leading_zeros() / 8) as usize).min(back_room)
+            };
+            // SAFETY: m_pos < ip < IP_END, and the low 4 bytes of `diff` are zero.
+            let fwd = unsafe { match_len(page, ip, m_pos, diff) };
+            let dist = ip - m_pos;
+            // SAFETY: lit_start <= ip - back < IP_END, so ip - back + 16 <= src.len().
+            unsafe { out.literals_and_match(src, lit_start, ip - back - lit_start, back + fwd, dist)? };
+            rep = dist;
+            lit_start = ip + fwd;
+            ip = lit_start.next_multiple_of(STRIDE);
+        }
+        out.finish(&src[lit_start..], 0)
+    }
+}
+
+/// The XOR of the 8 bytes before `ip` and the 8 before `m_pos`, the byte just before each
+/// in the top byte (so `leading_zeros() / 8` counts the equal bytes going backwards); when
+/// `m_pos < 8`, only its top `m_pos` bytes mean anything and the rest are set.
+///
+/// # Safety
+///
+/// `1 <= m_pos < ip < IP_END`.
+#[inline(always)]
+unsafe fn back_xor(src: &[u8], ip: usize, m_pos: usize) -> u64 {
+    if m_pos >= 8 {
+        // SAFETY: 0 <= m_pos - 8 < ip - 8, and both reads end at or before ip.
+        unsafe { le64(src, ip - 8) ^ le64(src, m_pos - 8) }
+    } else {
+        // The source's 8 bytes before it would start before the page: read the page's
+        // first 8 bytes and their counterparts ip - m_pos on, and shift the m_pos bytes
+        // before the source up into the top bytes.
+        let shift = 8 * (8 - m_pos as u32);
+        // SAFETY: ip - m_pos + 8 < ip + 8 <= IP_END + 8 <= src.len().
+        let x = unsafe { le64(src, ip - m_pos) ^ le64(src, 0) };
+        x << shift | (u64::MAX >> (64 - shift))
+    }
+}
+
+/// Returns `ip` unchanged, hidden from the optimiser. Without it LLVM keeps four values
+/// derived from `ip` for the match path (`ip - lit_start` and others) as extra induction
+/// variables of the miss loop, four additions per miss, and spills more of the match
+/// path's state, which made the compressor measurably slower in both orders
+/// (docs/perf/lzokit.md, "A faster level").
+#[cfg(all(any(target_arch = "x86_64", target_arch = "aarch64"), not(miri)))]
+#[inline(always)]
+fn opaque(mut ip: usize) -> usize {
+    // SAFETY: an empty assembly block that only names the register holding `ip`: it reads
+    // and writes no memory, keeps the stack and the flags, and leaves `ip` as it was.
+    unsafe {
+        core::arch::asm!("/* {0} */", inout(reg) ip, options(pure, nomem, nostack, preserves_flags));
+    }
+    ip
+}
+
+/// The identity (no assembly barrier on this target or under Miri).
+#[cfg(not(all(any(target_arch = "x86_64", target_arch = "aarch64"), not(miri))))]
+#[inline(always)]
+fn opaque(ip: usize) -> usize {
+    ip
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate alloc;
+    use alloc::vec;
+
+    use pagecodec::testing::{PageClass, Rng, generate};
+
+    use super::super::page::tests::{matches, pages};
+    use super::*;
+    use crate::{decompress, max_compressed_len};
+
+    /// Compresses `page` with `c`, checks that the stream decodes to it, and returns the
+    /// stream's matches (position, length, distance).
+    fn round_trip_matches(
+        c: &mut FastCompressor,
+        page: &[u8; PAGE_SIZE],
+    ) -> alloc::vec::Vec<(usize, usize, usize)> {
+        let mut out = vec![0u8; max_compressed_len(PAGE_SIZE)];
+        let n = c.compress(page, &mut out).unwrap();
+        let mut back = [0u8; PAGE_SIZE];
+        assert_eq!(decompress(&out[..n], &mut back), Ok(PAGE_SIZE));
+        assert!(back == *page);
+        matches(&out[..n])
+    }
+
+    #[test]
+    fn round_trips_every_class_and_ignores_history() {
+        let mut warm = FastCompressor::new();
+        let mut out = vec![0u8; max_compressed_len(PAGE_SIZE)];
+        let mut fresh_out = vec![0u8; max_compressed_len(PAGE_SIZE)];
+        let mut noise = [0u8; PAGE_SIZE];
+        Rng::new(5).fill(&mut noise);
+        let mut all = pages();
+        all.push(noise);
+        for (i, page) in all.iter().enumerate() {
+            let n = warm.compress(page, &mut out).unwrap();
+            let mut back = [0u8; PAGE_SIZE];
+            assert_eq!(decompress(&out[..n], &mut back), Ok(PAGE_SIZE), "page {i}");
+            assert!(back == *page, "page {i}");
+            let fresh = FastCompressor::new().compress(page, &mut fresh_out).unwrap();
+            assert!(out[..n] == fresh_out[..fresh], "page {i}: output depends on history");
+        }
+    }
+
+    #[test]
+    fn a_budget_of_exactly_the_stream_length_suffices() {
+        let mut c = FastCompressor::new();
+        let mut out = vec![0u8; max_compressed_len(PAGE_SIZE)];
+        for (i, page) in pages().iter().enumerate() {
+            let full = c.compress(page, &mut out).unwrap();
+            let reference = out[..full].to_vec();
+            assert_eq!(c.compress(page, &mut out[..full]), Ok(full), "page {i}");
+            assert!(out[..full] == reference[..], "page {i}");
+            let step = if cfg!(miri) { full / 4 + 1 } else { 1 };
+            for budget in (0..full).step_by(step) {
+                assert_eq!(
+                    c.compress(page, &mut out[..budget]),
+                    Err(CompressError::Incompressible),
+                    "{i} {budget}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_match_reaches_as_far_as_the_scan_allows() {
+        // Forwards: up to the first byte that differs (or past IP_END, as the others).
+        // Backwards: up to the first byte that differs, unless the previous match's end,
+        // the page start or the 8 bytes a probe looks back stop it first.
+        let mut c = FastCompressor::new();
+        let mut checked = 0;
+        for (i, page) in pages().iter().enumerate() {
+            let mut prev_end = 0;
+            for (pos, len, dist) in round_trip_matches(&mut c, page) {
+                assert!(page[pos..pos + len] == page[pos - dist..pos - dist + len], "page {i} at {pos}");
+                if pos + len < IP_END {
+                    assert_ne!(
+                        page[pos + len],
+                        page[pos + len - dist],
+                        "page {i}: match at {pos} stops early"
+                    );
+                }
+                if pos > prev_end && pos > dist && page[pos - 1] == page[pos - 1 - dist] {
+                    // Only the 8-byte reach can have stopped it: the probe was 8 bytes on.
+                    assert_eq!((pos + 8) % STRIDE, 0, "page {i}: match at {pos} starts late");
+                }
+                prev_end = pos + len;
+                checked += 1;
+            }
+        }
+        assert!(checked > if cfg!(miri) { 10 } else { 100 }, "{checked}");
+    }
+
+    #[test]
+    fn a_repeat_between_probed_positions_is_found_whole() {
+        // Noise, with its 64 bytes at 103 repeated at 1001 (distance 898, not a multiple of
+        // 4). The probe at 104 misses and enters 104 and 106; the probe at 1004 (inside the
+        // copy) finds 1004 - 898 = 106 only because probes enter the position 2 bytes on,
+        // and the match reaches back over the 3 literals at 1001..1004.
+        let mut page = [0u8; PAGE_SIZE];
+        let mut rng = Rng::new(17);
+        rng.fill(&mut page);
+        let copy: [u8; 64] = page[103..167].try_into().unwrap();
+        page[1001..1065].copy_from_slice(&copy);
+        page[1000] = !page[102];
+        page[1065] = !page[167];
+        let found = round_trip_matches(&mut FastCompressor::new(), &page);
+        assert_eq!(found, [(1001, 64, 898)]);
+    }
+
+    #[test]
+    fn the_last_match_distance_is_tried_first() {
+        // Records of 24 bytes: 8 random bytes, then 16 the same in every record. The first
+        // records give matches at distance 24; after that the table would offer older
+        // records too, but the recent distance matches first, so every match but the first
+        // few is at distance 24.
+        let mut page = [0u8; PAGE_SIZE];
+        let mut rng = Rng::new(23);
+        let mut tail = [0u8; 16];
+        rng.fill(&mut tail);
+        for rec in page.chunks_mut(24) {
+            let k = rec.len().min(8);
+            rng.fill(&mut rec[..k]);
+            let rest = rec.len() - k;
+            rec[k..].copy_from_slice(&tail[..rest]);
+        }
+        let found = round_trip_matches(&mut FastCompressor::new(), &page);
+        assert!(found.len() > 100, "{}", found.len());
+        assert!(found[2..].iter().all(|&(_, _, d)| d == 24), "{found:?}");
+    }
+
+    #[test]
+    fn no_stream_starts_with_fewer_than_four_literals() {
+        // A page of one repeated byte: the first probe (at FIRST_PROBE) matches at the
+        // recent distance, and reaching back stops 4 bytes in.
+        for class in [PageClass::Zero, PageClass::Sparse, PageClass::Pointers] {
+            let page = generate(class, 3);
+            let found = round_trip_matches(&mut FastCompressor::new(), page.as_bytes());
+            assert!(found[0].0 >= 4, "{class:?}: {found:?}");
+        }
+        let found = round_trip_matches(&mut FastCompressor::new(), &[7u8; PAGE_SIZE]);
+        assert_eq!(found[0].0, 4, "{found:?}");
+    }
+}
