@@ -75,9 +75,10 @@ const char *pc_version(void);
 typedef struct pc_codec pc_codec;
 
 /* The codecs offered, by index: "wkdm" (4 KiB, XNU's WKdm), "wkdm16k" (WKdm on 16 KiB
- * pages, Apple arm64's layout), "lzo" (LZO1X-1, page-tuned compressor), "lzo-rle" (zram's
- * default, the kernel's bytes), then, in builds with the adapters (the default), "lz4-page"
- * (LZ4 blocks, lz4_flex) and "zstd" (zstd frames, level 3).
+ * pages, Apple arm64's layout), "lzo" (LZO1X-1, page-tuned compressor), "lzo-fast" (LZO1X-1,
+ * the fast level: larger streams in less time), "lzo-rle" (zram's default, the kernel's
+ * bytes), then, in builds with the adapters (the default), "lz4-page" (LZ4 blocks, lz4_flex)
+ * and "zstd" (zstd frames, level 3).
  * pc_codec_name_at returns a static string, NULL past the end. Thread-safe. */
 size_t pc_codec_count(void);
 const char *pc_codec_name_at(size_t index);
@@ -91,8 +92,8 @@ pc_status pc_codec_create(const char *name, pc_codec **codec);
 void pc_codec_destroy(pc_codec *codec);
 
 /* The codec's name (static), page size (4096 or 16384) and largest stream (an output
- * buffer of that size never fails for lack of room: 4368 wkdm, 17424 wkdm16k, 4421 lzo and
- * lzo-rle, 4525 lz4-page, 4174 zstd). NULL, 0 and 0 for a NULL codec. Thread-safe. */
+ * buffer of that size never fails for lack of room: 4368 wkdm, 17424 wkdm16k, 4421 lzo,
+ * lzo-fast and lzo-rle, 4525 lz4-page, 4174 zstd). NULL, 0 and 0 for a NULL codec. Thread-safe. */
 const char *pc_codec_name(const pc_codec *codec);
 size_t pc_codec_page_size(const pc_codec *codec);
 size_t pc_codec_max_compressed_len(const pc_codec *codec);

@@ -65,6 +65,13 @@ pub(crate) static CODECS: &[CodecInfo] = &[
         store: Some(|| Box::new(lzokit::Lzo1x::default())),
     },
     CodecInfo {
+        name: c"lzo-fast",
+        page_size: PAGE_SIZE,
+        max_len: lzokit::max_compressed_len(PAGE_SIZE),
+        make: || Ok(Kind::Lzo(Box::new(lzokit::Lzo1xFast::default()))),
+        store: Some(|| Box::new(lzokit::Lzo1xFast::default())),
+    },
+    CodecInfo {
         name: c"lzo-rle",
         page_size: PAGE_SIZE,
         max_len: lzokit::max_compressed_len(PAGE_SIZE),

@@ -166,6 +166,7 @@ fn compare_with_rust(stdout: &str, pages: &[u8]) {
         let mut codec: Box<dyn PageCodec> = match name {
             "wkdm" => Box::new(wkdm::Wkdm::new()),
             "lzo" => Box::new(lzokit::Lzo1x::default()),
+            "lzo-fast" => Box::new(lzokit::Lzo1xFast::default()),
             "lzo-rle" => Box::new(lzokit::LzoRle::default()),
             #[cfg(feature = "lz4")]
             "lz4-page" => Box::new(pagecodec_adapters::Lz4::new()),
