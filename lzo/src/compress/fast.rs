@@ -64,17 +64,7 @@ pub(crate) struct FastCompressor {
     table: [u16; 1 << TABLE_BITS],
 }
 
-impl Default for FastCompressor {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl core::fmt::Debug for FastCompressor {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("FastCompressor").finish_non_exhaustive()
-    }
-}
+working_memory_impls!(FastCompressor);
 
 impl FastCompressor {
     /// An empty table.

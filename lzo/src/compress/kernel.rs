@@ -53,17 +53,7 @@ pub struct KernelCompressor {
     dict: [u16; DICT_SIZE],
 }
 
-impl Default for KernelCompressor {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl core::fmt::Debug for KernelCompressor {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("KernelCompressor").finish_non_exhaustive()
-    }
-}
+working_memory_impls!(KernelCompressor);
 
 /// Which bitstream the compressor writes.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -4,6 +4,24 @@
 //! [`Lzo1xFast`](crate::Lzo1xFast) (`fast`), probing every fourth position; the slow
 //! minimum-cost compressor behind [`Lzo1x999`](crate::Lzo1x999) (`optimal`).
 
+/// `Default` (the empty working memory `new()` makes) and a `Debug` that shows none of it,
+/// for a compressor type with a `const fn new()`.
+macro_rules! working_memory_impls {
+    ($t:ident) => {
+        impl Default for $t {
+            fn default() -> Self {
+                Self::new()
+            }
+        }
+
+        impl core::fmt::Debug for $t {
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                f.debug_struct(stringify!($t)).finish_non_exhaustive()
+            }
+        }
+    };
+}
+
 mod fast;
 mod kernel;
 mod optimal;

@@ -102,17 +102,7 @@ pub(crate) struct PageCompressor {
     generation: u16,
 }
 
-impl Default for PageCompressor {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl core::fmt::Debug for PageCompressor {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("PageCompressor").finish_non_exhaustive()
-    }
-}
+working_memory_impls!(PageCompressor);
 
 impl PageCompressor {
     /// Tables with no valid entry.
