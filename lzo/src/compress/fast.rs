@@ -187,13 +187,13 @@ fn opaque(ip: usize) -> usize {
 #[cfg(test)]
 mod tests {
     extern crate alloc;
-    use alloc::vec;
 
     use pagecodec::testing::{PageClass, Rng, generate};
 
-    use super::super::page::tests::{matches, pages};
+    use super::super::page::tests::{
+        check_exact_budgets, check_round_trips_and_history, pages, round_trip_matches_with,
+    };
     use super::*;
-    use crate::{decompress, max_compressed_len};
 
     /// Compresses `page` with `c`, checks that the stream decodes to it, and returns the
     /// stream's matches (position, length, distance).
@@ -201,51 +201,23 @@ mod tests {
         c: &mut FastCompressor,
         page: &[u8; PAGE_SIZE],
     ) -> alloc::vec::Vec<(usize, usize, usize)> {
-        let mut out = vec![0u8; max_compressed_len(PAGE_SIZE)];
-        let n = c.compress(page, &mut out).unwrap();
-        let mut back = [0u8; PAGE_SIZE];
-        assert_eq!(decompress(&out[..n], &mut back), Ok(PAGE_SIZE));
-        assert!(back == *page);
-        matches(&out[..n])
+        round_trip_matches_with(&mut |page, out| c.compress(page, out), page)
     }
 
     #[test]
     fn round_trips_every_class_and_ignores_history() {
         let mut warm = FastCompressor::new();
-        let mut out = vec![0u8; max_compressed_len(PAGE_SIZE)];
-        let mut fresh_out = vec![0u8; max_compressed_len(PAGE_SIZE)];
-        let mut noise = [0u8; PAGE_SIZE];
-        Rng::new(5).fill(&mut noise);
-        let mut all = pages();
-        all.push(noise);
-        for (i, page) in all.iter().enumerate() {
-            let n = warm.compress(page, &mut out).unwrap();
-            let mut back = [0u8; PAGE_SIZE];
-            assert_eq!(decompress(&out[..n], &mut back), Ok(PAGE_SIZE), "page {i}");
-            assert!(back == *page, "page {i}");
-            let fresh = FastCompressor::new().compress(page, &mut fresh_out).unwrap();
-            assert!(out[..n] == fresh_out[..fresh], "page {i}: output depends on history");
-        }
+        check_round_trips_and_history(
+            &mut |page, out| warm.compress(page, out),
+            &mut |page, out| FastCompressor::new().compress(page, out),
+            1,
+        );
     }
 
     #[test]
     fn a_budget_of_exactly_the_stream_length_suffices() {
         let mut c = FastCompressor::new();
-        let mut out = vec![0u8; max_compressed_len(PAGE_SIZE)];
-        for (i, page) in pages().iter().enumerate() {
-            let full = c.compress(page, &mut out).unwrap();
-            let reference = out[..full].to_vec();
-            assert_eq!(c.compress(page, &mut out[..full]), Ok(full), "page {i}");
-            assert!(out[..full] == reference[..], "page {i}");
-            let step = if cfg!(miri) { full / 4 + 1 } else { 1 };
-            for budget in (0..full).step_by(step) {
-                assert_eq!(
-                    c.compress(page, &mut out[..budget]),
-                    Err(CompressError::Incompressible),
-                    "{i} {budget}"
-                );
-            }
-        }
+        check_exact_budgets(&mut |page, out| c.compress(page, out));
     }
 
     #[test]

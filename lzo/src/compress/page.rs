@@ -345,47 +345,71 @@ pub(super) mod tests {
         pages
     }
 
-    #[test]
-    fn round_trips_every_class_and_ignores_history() {
-        let mut warm = PageCompressor::new();
+    /// A page compressor as the shared checks drive it: compress a page into a budget.
+    pub(in crate::compress) type Compress<'a> =
+        &'a mut dyn FnMut(&[u8; PAGE_SIZE], &mut [u8]) -> Result<usize, CompressError>;
+
+    /// Every page of `pages` and a page of noise, `rounds` times through `warm` (kept across
+    /// calls): each stream decodes to its page and equals `fresh`'s (a new compressor per
+    /// call), so the output depends on the page alone.
+    pub(in crate::compress) fn check_round_trips_and_history(
+        warm: Compress<'_>,
+        fresh: Compress<'_>,
+        rounds: usize,
+    ) {
         let mut out = vec![0u8; max_compressed_len(PAGE_SIZE)];
         let mut fresh_out = vec![0u8; max_compressed_len(PAGE_SIZE)];
-        // More calls than generations, so the periodic clear is crossed several times.
-        for round in 0..if cfg!(miri) { 1 } else { 3 } {
-            for (i, page) in pages().iter().enumerate() {
-                let n = warm.compress(page, &mut out).unwrap();
+        let mut all = pages();
+        let mut noise = [0u8; PAGE_SIZE];
+        Rng::new(3).fill(&mut noise);
+        all.push(noise);
+        for round in 0..rounds {
+            for (i, page) in all.iter().enumerate() {
+                let n = warm(page, &mut out).unwrap();
                 let mut back = [0u8; PAGE_SIZE];
                 assert_eq!(decompress(&out[..n], &mut back), Ok(PAGE_SIZE), "page {i}");
                 assert!(back == *page, "page {i}");
-                let fresh = PageCompressor::new().compress(page, &mut fresh_out).unwrap();
-                assert!(out[..n] == fresh_out[..fresh], "round {round} page {i}: output depends on history");
+                let m = fresh(page, &mut fresh_out).unwrap();
+                assert!(out[..n] == fresh_out[..m], "round {round} page {i}: output depends on history");
+            }
+        }
+    }
+
+    /// For every page of `pages` and a page of noise: a budget of exactly the stream's
+    /// length gives the same stream, every smaller one `Incompressible`.
+    pub(in crate::compress) fn check_exact_budgets(c: Compress<'_>) {
+        let mut out = vec![0u8; max_compressed_len(PAGE_SIZE)];
+        let mut all = pages();
+        let mut noise = [0u8; PAGE_SIZE];
+        Rng::new(3).fill(&mut noise);
+        all.push(noise);
+        for (i, page) in all.iter().enumerate() {
+            let full = c(page, &mut out).unwrap();
+            let reference = out[..full].to_vec();
+            assert_eq!(c(page, &mut out[..full]), Ok(full), "page {i}");
+            assert!(out[..full] == reference[..], "page {i}");
+            let step = if cfg!(miri) { full / 4 + 1 } else { 1 };
+            for budget in (0..full).step_by(step) {
+                assert_eq!(c(page, &mut out[..budget]), Err(CompressError::Incompressible), "{i} {budget}");
             }
         }
     }
 
     #[test]
+    fn round_trips_every_class_and_ignores_history() {
+        let mut warm = PageCompressor::new();
+        // More calls than generations, so the periodic clear is crossed several times.
+        check_round_trips_and_history(
+            &mut |page, out| warm.compress(page, out),
+            &mut |page, out| PageCompressor::new().compress(page, out),
+            if cfg!(miri) { 1 } else { 3 },
+        );
+    }
+
+    #[test]
     fn a_budget_of_exactly_the_stream_length_suffices() {
         let mut c = PageCompressor::new();
-        let mut out = vec![0u8; max_compressed_len(PAGE_SIZE)];
-        let mut rng = Rng::new(3);
-        let mut pages = pages();
-        let mut noise = [0u8; PAGE_SIZE];
-        rng.fill(&mut noise);
-        pages.push(noise);
-        for (i, page) in pages.iter().enumerate() {
-            let full = c.compress(page, &mut out).unwrap();
-            let reference = out[..full].to_vec();
-            assert_eq!(c.compress(page, &mut out[..full]), Ok(full), "page {i}");
-            assert!(out[..full] == reference[..], "page {i}");
-            let step = if cfg!(miri) { full / 4 + 1 } else { 1 };
-            for budget in (0..full).step_by(step) {
-                assert_eq!(
-                    c.compress(page, &mut out[..budget]),
-                    Err(CompressError::Incompressible),
-                    "{i} {budget}"
-                );
-            }
-        }
+        check_exact_budgets(&mut |page, out| c.compress(page, out));
     }
 
     /// The `(position, length, distance)` of every match of a plain LZO1X stream, read with
@@ -411,8 +435,16 @@ pub(super) mod tests {
     /// Compresses `page` with a fresh compressor, checks that the stream decodes to it, and
     /// returns the stream's matches ([`matches`]).
     fn round_trip_matches(page: &[u8; PAGE_SIZE]) -> alloc::vec::Vec<(usize, usize, usize)> {
+        round_trip_matches_with(&mut |page, out| PageCompressor::new().compress(page, out), page)
+    }
+
+    /// [`round_trip_matches`] with any compressor.
+    pub(in crate::compress) fn round_trip_matches_with(
+        c: Compress<'_>,
+        page: &[u8; PAGE_SIZE],
+    ) -> alloc::vec::Vec<(usize, usize, usize)> {
         let mut out = vec![0u8; max_compressed_len(PAGE_SIZE)];
-        let n = PageCompressor::new().compress(page, &mut out).unwrap();
+        let n = c(page, &mut out).unwrap();
         let mut back = [0u8; PAGE_SIZE];
         assert_eq!(decompress(&out[..n], &mut back), Ok(PAGE_SIZE));
         assert!(back == *page);
