@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Instructions per page of WKdm (scalar and NEON paths), lzokit's `Lzo1x` and `LzoRle`, C LZ4
-# and C liblzo2 (miniLZO, the same code) on aarch64, counted under qemu-user by a TCG plugin
-# (benches/aarch64/insn_count.c): the harness (benches/aarch64) runs once with 0 and once
-# with ITERATIONS passes over the pages, and the difference, divided by the pages processed,
-# is the figure, so loading and setup do not count. These are guest instruction counts, not
-# time: they say nothing of latencies, stalls or memory.
+# Instructions per page of WKdm (scalar and NEON paths), lzokit's `Lzo1x`, `Lzo1xFast` and
+# `LzoRle`, C LZ4 and C liblzo2 (miniLZO, the same code) on aarch64, counted under qemu-user
+# by a TCG plugin (benches/aarch64/insn_count.c): the harness (benches/aarch64) runs once
+# with 0 and once with ITERATIONS passes over the pages, and the difference, divided by the
+# pages processed, is the figure, so loading and setup do not count. These are guest
+# instruction counts, not time: they say nothing of latencies, stalls or memory.
 #
 #   bash benches/scripts/aarch64-insns.sh [ITERATIONS [FILE.pages...]] > insns.txt
 #
@@ -81,7 +81,7 @@ for set in "${sets[@]}"; do
         pages=("$set")
         label=$(basename "$set" .pages)
     fi
-    for codec in wkdm-scalar wkdm-neon lz4 lzo lzo-rle liblzo2; do
+    for codec in wkdm-scalar wkdm-neon lz4 lzo lzo-fast lzo-rle liblzo2; do
         read -r c cp <<<"$(per_page "$codec" compress "${pages[@]}")"
         read -r d dp <<<"$(per_page "$codec" decompress "${pages[@]}")"
         result[$set,$codec]="$c $d"
@@ -94,15 +94,17 @@ read -r sc sd <<<"${result[all,wkdm-scalar]}"
 read -r nc nd <<<"${result[all,wkdm-neon]}"
 read -r lc ld <<<"${result[all,lz4]}"
 read -r zc zd <<<"${result[all,lzo]}"
+read -r fc fd <<<"${result[all,lzo-fast]}"
 read -r rc rd <<<"${result[all,lzo-rle]}"
 read -r oc od <<<"${result[all,liblzo2]}"
 awk -v sc="$sc" -v sd="$sd" -v nc="$nc" -v nd="$nd" -v lc="$lc" -v ld="$ld" \
-    -v zc="$zc" -v zd="$zd" -v rc="$rc" -v rd="$rd" -v oc="$oc" -v od="$od" 'BEGIN {
+    -v zc="$zc" -v zd="$zd" -v fc="$fc" -v fd="$fd" -v rc="$rc" -v rd="$rd" -v oc="$oc" -v od="$od" 'BEGIN {
     printf "%-28s %8s %10s\n", "", "compress", "decompress"
     printf "%-28s %7.2fx %9.2fx\n", "wkdm-neon / wkdm-scalar", nc / sc, nd / sd
     printf "%-28s %7.2fx %9.2fx\n", "wkdm-neon / C LZ4", nc / lc, nd / ld
     printf "%-28s %7.2fx %9.2fx\n", "wkdm-scalar / C LZ4", sc / lc, sd / ld
     printf "%-28s %7.2fx %9.2fx\n", "lzo / C liblzo2", zc / oc, zd / od
+    printf "%-28s %7.2fx %9.2fx\n", "lzo-fast / C liblzo2", fc / oc, fd / od
     printf "%-28s %7.2fx %9.2fx\n", "lzo-rle / C liblzo2", rc / oc, rd / od
     printf "%-28s %7.2fx %9.2fx\n", "lzo / C LZ4", zc / lc, zd / ld
 }'

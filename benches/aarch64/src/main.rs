@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! wkdm-insns <codec> <compress|decompress> <iterations> <file.page>...
-//! codec: wkdm-scalar | wkdm-neon | lzo | lzo-rle | lz4 | liblzo2
+//! codec: wkdm-scalar | wkdm-neon | lzo | lzo-fast | lzo-rle | lz4 | liblzo2
 //! ```
 //!
 //! `WKDM_INSNS_MAX_PAGES=N` keeps N evenly spaced pages of the files.
@@ -120,7 +120,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.len() < 4 {
         eprintln!(
-            "usage: wkdm-insns <wkdm-scalar|wkdm-neon|lzo|lzo-rle|lz4|liblzo2> <compress|decompress> <iterations> <file.page>..."
+            "usage: wkdm-insns <wkdm-scalar|wkdm-neon|lzo|lzo-fast|lzo-rle|lz4|liblzo2> <compress|decompress> <iterations> <file.page>..."
         );
         return ExitCode::FAILURE;
     }
@@ -128,6 +128,7 @@ fn main() -> ExitCode {
         "wkdm-scalar" => Codec::Wkdm(Box::new(Wkdm::new().with_isa(Isa::Scalar).expect("scalar path"))),
         "wkdm-neon" => Codec::Wkdm(Box::new(Wkdm::new().with_isa(Isa::Neon).expect("NEON path"))),
         "lzo" => Codec::Family(Box::new(lzokit::Lzo1x::default())),
+        "lzo-fast" => Codec::Family(Box::new(lzokit::Lzo1xFast::default())),
         "lzo-rle" => Codec::Family(Box::new(lzokit::LzoRle::default())),
         "lz4" => Codec::Lz4,
         "liblzo2" => {
