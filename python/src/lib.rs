@@ -1,7 +1,7 @@
 //! `pagecodec._native`: the family's codecs on Python `bytes`.
 //!
-//! The Python modules `pagecodec.wkdm`, `pagecodec.lzo` and `pagecodec.lzo_rle` wrap these
-//! functions; `pagecodec/_native.pyi` types them. Bad input raises
+//! The Python modules `pagecodec.wkdm`, `pagecodec.lzo`, `pagecodec.lzo_fast` and
+//! `pagecodec.lzo_rle` wrap these functions; `pagecodec/_native.pyi` types them. Bad input raises
 //! `pagecodec.DecompressError` (a `ValueError`) carrying the decoder's reason; no input
 //! panics (the decoders return typed errors, and PyO3 turns any panic into an exception).
 
@@ -37,6 +37,7 @@ thread_local! {
     static WKDM16K: RefCell<Box<Wkdm16K>> = RefCell::new(Box::new(thorough(Wkdm16K::new())));
     static LZO: RefCell<lzokit::Lzo1x> = RefCell::new(lzokit::Lzo1x::default());
     static LZO_RLE: RefCell<lzokit::LzoRle> = RefCell::new(lzokit::LzoRle::default());
+    static LZO_FAST: RefCell<lzokit::Lzo1xFast> = RefCell::new(lzokit::Lzo1xFast::default());
     static LZO_ANY: RefCell<lzokit::KernelCompressor> = const { RefCell::new(lzokit::KernelCompressor::new()) };
     // The compressors' output, copied into the returned `bytes` (its length is known only
     // after compressing).
@@ -205,6 +206,15 @@ fn lzo_rle_compress<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, Py
     lzo_compress_with(py, data, true)
 }
 
+/// Compresses a 4096-byte `page` as LZO1X with the fast level (`lzokit::Lzo1xFast`).
+#[pyfunction]
+fn lzo_fast_compress<'py>(py: Python<'py>, page: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+    let page = page_of(page)?;
+    with_out(py, lzokit::max_compressed_len(PAGE_SIZE), |out| {
+        LZO_FAST.with_borrow_mut(|c| c.compress(&page, out))
+    })
+}
+
 /// Decompresses an LZO1X or LZO-RLE stream that must decode to exactly `size` bytes.
 #[pyfunction]
 #[pyo3(signature = (stream, size = 4096))]
@@ -300,6 +310,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(wkdm_decompress, m)?)?;
     m.add_function(wrap_pyfunction!(lzo_compress, m)?)?;
     m.add_function(wrap_pyfunction!(lzo_rle_compress, m)?)?;
+    m.add_function(wrap_pyfunction!(lzo_fast_compress, m)?)?;
     m.add_function(wrap_pyfunction!(lzo_decompress, m)?)?;
     m.add_function(wrap_pyfunction!(_ticks, m)?)?;
     m.add_function(wrap_pyfunction!(_rust_ticks, m)?)?;

@@ -6,7 +6,7 @@ import struct
 import pytest
 
 import pagecodec
-from pagecodec import DecompressError, lzo, lzo_rle, wkdm
+from pagecodec import DecompressError, lzo, lzo_fast, lzo_rle, wkdm
 
 PAGE = 4096
 
@@ -47,6 +47,7 @@ CODECS = [
     pytest.param(wkdm.compress, wkdm.decompress, id="wkdm"),
     pytest.param(lzo.compress, lzo.decompress, id="lzo"),
     pytest.param(lzo_rle.compress, lzo_rle.decompress, id="lzo-rle"),
+    pytest.param(lzo_fast.compress, lzo_fast.decompress, id="lzo-fast"),
 ]
 
 
@@ -87,6 +88,15 @@ def test_lzo_codecs_read_each_others_streams_and_any_length():
         data = (b"kernel bytes " * (size // 13 + 1))[:size]
         assert lzo.decompress(lzo.compress(data), size) == data
         assert lzo_rle.decompress(lzo_rle.compress(data), size) == data
+
+
+def test_the_fast_level_writes_plain_lzo1x_pages_only():
+    rng = random.Random(3)
+    for page in page_classes(rng):
+        assert lzo.decompress(lzo_fast.compress(page)) == page
+        assert lzo_rle.decompress(lzo_fast.compress(page)) == page
+    with pytest.raises(ValueError, match="a page is 4096 bytes, not 100"):
+        lzo_fast.compress(bytes(100))
 
 
 def test_errors_carry_the_decoders_reason():
