@@ -314,14 +314,51 @@ pub(super) unsafe fn copy_match(to: *mut u8, dist: usize, len: usize) {
         } else if dist == 1 {
             fill_wide(to, *from, len);
         } else {
-            // Period 2..7: write the first `step` bytes (a multiple of the period, 16..=21)
-            // one by one, then repeat them in 16-byte blocks.
-            let step = dist * 16usize.div_ceil(dist);
-            let head = len.min(step);
-            copy_bytes(to, dist, head);
-            if head < len {
-                copy_periodic(to, to, step, step, len);
-            }
+            copy_short_period(to, dist, len);
         }
+    }
+}
+
+/// Per period 2..=7: the multiplier that repeats a `period`-byte value across 8 bytes, and
+/// the largest multiple of the period up to 8 (how far apart the 8-byte stores go).
+const SHORT_PERIODS: [(u64, usize); 8] = {
+    let mut table = [(0, 0); 8];
+    let mut period = 2;
+    while period < 8 {
+        let (mut mul, mut shift) = (0u64, 0);
+        while shift < 64 {
+            mul |= 1 << shift;
+            shift += 8 * period;
+        }
+        table[period] = (mul, 8 - 8 % period);
+        period += 1;
+    }
+    table
+};
+
+/// Repeats the `period` bytes before `to` (2 <= period < 8) up to `to + len`: the pattern
+/// made into one 8-byte word (one load, a mask, a multiply), stored every multiple of the
+/// period up to 8 bytes apart. Why: no load waits for a store of this match. Copying a
+/// 16..21-byte head byte by byte (each byte read `period` bytes after it was stored), then
+/// 16-byte blocks, took markedly longer on pages with many such matches (docs/perf/lzokit.md,
+/// "Match copies").
+///
+/// # Safety
+///
+/// `2 <= period < 8`, the `period` bytes before `to` are initialised output, and
+/// `to..to + len + 8` is writable output inside the same initialised buffer.
+#[inline(always)]
+unsafe fn copy_short_period(to: *mut u8, period: usize, len: usize) {
+    debug_assert!((2..8).contains(&period));
+    let (mul, step) = SHORT_PERIODS[period & 7];
+    // SAFETY: reads to - period..to - period + 8: the pattern, then bytes of the writable
+    // output (initialised: the output is a slice), masked off below.
+    let bytes = u64::from_le(unsafe { to.sub(period).cast::<u64>().read_unaligned() });
+    let word = (bytes & ((1 << (8 * period)) - 1)).wrapping_mul(mul).to_le();
+    let mut i = 0;
+    while i < len {
+        // SAFETY: i < len, so the store ends below to + len + 8: writable.
+        unsafe { to.add(i).cast::<u64>().write_unaligned(word) };
+        i += step;
     }
 }
