@@ -117,9 +117,9 @@ pub(super) unsafe fn copy_bytes(to: *mut u8, dist: usize, len: usize) {
     }
 }
 
-/// Repeats a pattern of `period` bytes: writes 16-byte blocks at `to + i` for `i = start,
-/// start + 16, ...` while `i < len`, the block at `i` read from `base + ((i - start) mod
-/// period)`, where the pattern's one period `base..base + period` ends at `to + start`.
+/// Repeats the `period` bytes before `to` (16 <= period) up to `to + len`: 16-byte blocks at
+/// `to + i` for `i = 0, 16, ...` while `i < len`, the block at `i` read from the pattern's
+/// start plus `i mod period`.
 ///
 /// Why: each load then reads the pattern (or, past its end, the first block written here)
 /// instead of the block stored `period` bytes earlier. At periods that are not a multiple of
@@ -129,21 +129,23 @@ pub(super) unsafe fn copy_bytes(to: *mut u8, dist: usize, len: usize) {
 ///
 /// # Safety
 ///
-/// `16 <= period`, `base + period == to + start`, `base..base + period` is initialised
-/// output, and `to + start..to + len + 16` is writable output. Then every block reads inside
-/// `base..to + start + 15`: the pattern, or bytes the first block (which reads only the
+/// `16 <= period`, the `period` bytes before `to` are initialised output, and
+/// `to..to + len + 16` is writable output. Then every block reads inside
+/// `to - period..to + 15`: the pattern, or bytes the first block (which reads only the
 /// pattern) has written.
 #[inline(always)]
-pub(super) unsafe fn copy_periodic(to: *mut u8, base: *const u8, period: usize, start: usize, len: usize) {
-    let mut i = start;
-    // (i - start) mod period, kept below `period` by one subtraction (16 <= period).
+pub(super) unsafe fn copy_periodic(to: *mut u8, period: usize, len: usize) {
+    // SAFETY: the pattern lies before `to` (the caller's contract).
+    let base = unsafe { to.sub(period) };
+    let mut i = 0;
+    // i mod period, kept below `period` by one subtraction (16 <= period).
     let mut m = 0;
     while i < len {
-        // SAFETY: i < len, so the write lies inside to + start..to + len + 16 (writable). The
-        // read: for the first block (m = 0) base..base + 16, inside the pattern as
-        // 16 <= period; for later ones (m < period) inside base..to + start + 15, the pattern
-        // and the first block's bytes, so initialised. It ends before the write starts: at
-        // base + 16 <= to + start for the first block, by to + start + 15 < to + i after.
+        // SAFETY: i < len, so the write lies inside to..to + len + 16 (writable). The read:
+        // for the first block (m = 0) base..base + 16, inside the pattern as 16 <= period;
+        // for later ones (m < period) inside base..to + 15, the pattern and the first
+        // block's bytes, so initialised. It ends before the write starts: at base + 16 <= to
+        // for the first block, by to + 15 < to + i after.
         unsafe { core::ptr::copy_nonoverlapping(base.add(m), to.add(i), 16) };
         i += 16;
         m += 16;
@@ -285,13 +287,12 @@ pub(super) unsafe fn copy_match(to: *mut u8, dist: usize, len: usize) {
     // SAFETY: every write is below to + max(32, len + 15): 16-byte blocks from 0 while below
     // len, at least two; `copy_periodic`'s 16-byte blocks starting below len;
     // `copy_period_8_to_15`'s and `copy_long_period`'s blocks, below len + 15;
-    // `fill_wide`'s 16-byte blocks or exact fill; single bytes below len. Every read is of
-    // initialised output: the far blocks read at least `dist` bytes before the write they
-    // feed; `copy_periodic` reads its pattern (the `dist` bytes before `to`, or the first
-    // `step` bytes written here, with `base + period` at the block start as it requires) and
-    // its own first block; `copy_period_8_to_15` reads the `dist` bytes before `to`,
-    // `copy_long_period` those and bytes it has written; the single bytes read `dist` bytes
-    // back.
+    // `fill_wide`'s 16-byte blocks or exact fill; `copy_short_period`'s 8-byte stores
+    // starting below len. Every read is of initialised output: the far blocks read at least
+    // `dist` bytes before the write they feed; `copy_periodic` reads the `dist` bytes before
+    // `to` and its own first block; `copy_period_8_to_15` reads the `dist` bytes before
+    // `to`, `copy_long_period` those and bytes it has written; `copy_short_period` the `dist`
+    // bytes before `to`, with the output's bytes after them masked off.
     unsafe {
         let from = to.sub(dist);
         if dist >= 64 && len > dist {
@@ -308,7 +309,7 @@ pub(super) unsafe fn copy_match(to: *mut u8, dist: usize, len: usize) {
                 i += 16;
             }
         } else if dist >= 16 {
-            copy_periodic(to, from, dist, 0, len);
+            copy_periodic(to, dist, len);
         } else if dist >= 8 {
             copy_period_8_to_15(to, dist, len);
         } else if dist == 1 {
