@@ -349,9 +349,18 @@ pub(super) mod tests {
     pub(in crate::compress) type Compress<'a> =
         &'a mut dyn FnMut(&[u8; PAGE_SIZE], &mut [u8]) -> Result<usize, CompressError>;
 
-    /// Every page of `pages` and a page of noise, `rounds` times through `warm` (kept across
-    /// calls): each stream decodes to its page and equals `fresh`'s (a new compressor per
-    /// call), so the output depends on the page alone.
+    /// [`pages`] and a page of noise.
+    fn pages_and_noise() -> alloc::vec::Vec<[u8; PAGE_SIZE]> {
+        let mut all = pages();
+        let mut noise = [0u8; PAGE_SIZE];
+        Rng::new(3).fill(&mut noise);
+        all.push(noise);
+        all
+    }
+
+    /// Every page of [`pages_and_noise`], `rounds` times through `warm` (kept across calls):
+    /// each stream decodes to its page and equals `fresh`'s (a new compressor per call), so
+    /// the output depends on the page alone.
     pub(in crate::compress) fn check_round_trips_and_history(
         warm: Compress<'_>,
         fresh: Compress<'_>,
@@ -359,10 +368,7 @@ pub(super) mod tests {
     ) {
         let mut out = vec![0u8; max_compressed_len(PAGE_SIZE)];
         let mut fresh_out = vec![0u8; max_compressed_len(PAGE_SIZE)];
-        let mut all = pages();
-        let mut noise = [0u8; PAGE_SIZE];
-        Rng::new(3).fill(&mut noise);
-        all.push(noise);
+        let all = pages_and_noise();
         for round in 0..rounds {
             for (i, page) in all.iter().enumerate() {
                 let n = warm(page, &mut out).unwrap();
@@ -375,15 +381,11 @@ pub(super) mod tests {
         }
     }
 
-    /// For every page of `pages` and a page of noise: a budget of exactly the stream's
-    /// length gives the same stream, every smaller one `Incompressible`.
+    /// For every page of [`pages_and_noise`]: a budget of exactly the stream's length gives
+    /// the same stream, every smaller one `Incompressible`.
     pub(in crate::compress) fn check_exact_budgets(c: Compress<'_>) {
         let mut out = vec![0u8; max_compressed_len(PAGE_SIZE)];
-        let mut all = pages();
-        let mut noise = [0u8; PAGE_SIZE];
-        Rng::new(3).fill(&mut noise);
-        all.push(noise);
-        for (i, page) in all.iter().enumerate() {
+        for (i, page) in pages_and_noise().iter().enumerate() {
             let full = c(page, &mut out).unwrap();
             let reference = out[..full].to_vec();
             assert_eq!(c(page, &mut out[..full]), Ok(full), "page {i}");
