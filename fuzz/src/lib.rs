@@ -202,14 +202,21 @@ pub fn check_lzo_round_trip(input: &LzoInput, rle: bool) {
 /// - with a budget of `b` bytes a success is at most `b` bytes and round-trips; if the full
 ///   stream fits in `b` the call must succeed, and when `same_stream` is set (LZO) it must be
 ///   the very same stream, with `Incompressible` exactly when it does not fit.
-pub fn check_page_codec(codec: &mut dyn pagecodec::PageCodec, page: &Page, budget: u16, same_stream: bool) {
+///
+/// Returns the stream written with `max_compressed_len()` bytes, if the codec wrote one.
+pub fn check_page_codec(
+    codec: &mut dyn pagecodec::PageCodec,
+    page: &Page,
+    budget: u16,
+    same_stream: bool,
+) -> Option<Vec<u8>> {
     let max = codec.max_compressed_len();
     let mut full = vec![0u8; max];
     let n = match codec.compress(page, &mut full) {
         Ok(n) => n,
         Err(CompressError::Incompressible) => {
             assert!(!same_stream, "{} refused a page with its worst-case budget", codec.name());
-            return;
+            return None;
         }
         Err(e) => panic!("unexpected compress error {e:?}"),
     };
@@ -232,6 +239,8 @@ pub fn check_page_codec(codec: &mut dyn pagecodec::PageCodec, page: &Page, budge
         }
         Err(e) => panic!("unexpected compress error {e:?}"),
     }
+    full.truncate(n);
+    Some(full)
 }
 
 /// `stream` decodes to `page` whatever the destination held before.
