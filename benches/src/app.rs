@@ -262,6 +262,48 @@ impl CoreRate {
     }
 }
 
+/// The share of the highest core throughput seen in a `--runs` measurement that a corpus's
+/// run must reach to count as measured on a core of its own: the phases seen with another
+/// tenant on the core read a third to a half below the others (docs/perf/pagebench.md).
+pub const FULL_RATE_SHARE: f64 = 0.9;
+
+/// The runs measured at the core's full throughput, when some were not: the (run, corpus)
+/// pairs whose core throughput (median) reached [`FULL_RATE_SHARE`] of the highest seen in
+/// any run on any corpus, with a heading that gives that rate and how many runs each corpus
+/// kept. `None` when every run qualifies (or none was measured with the TSC): the table
+/// over all runs says it all.
+///
+/// The highest rate is relative: when another hardware thread shared the core in every run,
+/// the kept runs are only the least shared ones, which the rate in the heading shows.
+pub fn full_rate_runs(rates: &[CoreRate]) -> Option<(String, Vec<(usize, String)>)> {
+    let highest = rates.iter().filter_map(|r| r.median).max_by(f64::total_cmp)?;
+    let full = |r: &&CoreRate| r.median.is_some_and(|m| m >= FULL_RATE_SHARE * highest);
+    let kept: Vec<(usize, String)> = rates.iter().filter(full).map(|r| (r.run, r.corpus.clone())).collect();
+    if kept.len() == rates.len() {
+        return None;
+    }
+    let mut corpora: Vec<&str> = Vec::new();
+    for r in rates {
+        if !corpora.contains(&r.corpus.as_str()) {
+            corpora.push(&r.corpus);
+        }
+    }
+    let counts: Vec<String> = corpora
+        .iter()
+        .map(|&c| {
+            let of = rates.iter().filter(|r| r.corpus == c);
+            format!("{c} {} of {}", of.clone().filter(full).count(), of.count())
+        })
+        .collect();
+    let heading = format!(
+        "== over the runs at the core's full throughput (at least {:.0}% of the highest median seen, \
+         {highest:.2}; runs kept: {}): each codec's median ticks and its ratios to C in the same run ==",
+        100.0 * FULL_RATE_SHARE,
+        counts.join(", ")
+    );
+    Some((heading, kept))
+}
+
 /// The default corpus: a captured child workload, mmap001 and fillmem.
 pub fn default_corpora(opts: &RunOptions, log: &Log) -> Vec<Corpus> {
     let mut corpora = Vec::new();
@@ -376,6 +418,12 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, AnyError> {
             "== over the {run_count} runs: each codec's median ticks and its ratios to C in the same run =="
         ));
         log.line(report::runs_table(&per_run));
+        if let Some((heading, full)) = full_rate_runs(&core_rates) {
+            log.line("");
+            log.line(heading);
+            let kept = |s: &Summary| full.iter().any(|(run, corpus)| *run == s.run && *corpus == s.corpus);
+            log.line(report::runs_table_over(&per_run, kept, "median over those runs (min-max)"));
+        }
     }
     let seconds = started.elapsed().as_secs_f64();
     let load_after = timing::load_average();
@@ -786,6 +834,54 @@ mod tests {
         let none = CoreRate::over(1, "node", Vec::new());
         assert_eq!((none.readings, none.median, none.p10, none.p90), (0, None, None, None));
         assert!(none.describe().contains("not measured"));
+    }
+
+    #[test]
+    fn full_rate_runs_keep_the_corpora_measured_at_the_highest_rates() {
+        let timer = timing::Timer::with_clock(timing::Clock::Instant);
+        let codec_run = |codec: &str, corpus: &str, ticks: u64| measure::CodecRun {
+            codec: codec.into(),
+            corpus: corpus.into(),
+            sizes: vec![Some(100)],
+            compress_ticks: vec![ticks],
+            decompress_ticks: vec![ticks],
+        };
+        // Two corpora, three runs; wkdm takes 100 ticks against C LZ4's 200, except on a
+        // shared core (run 2 on both corpora, run 3 on b), where it takes 300.
+        let shared = |run: usize, corpus: &str| run == 2 || (run == 3 && corpus == "b");
+        let mut per_run = Vec::new();
+        let mut rates = Vec::new();
+        for run in 1..=3 {
+            let mut codecs = Vec::new();
+            for corpus in ["a", "b"] {
+                let ticks = if shared(run, corpus) { 300 } else { 100 };
+                codecs.push(codec_run("wkdm", corpus, ticks));
+                codecs.push(codec_run("lz4", corpus, 200));
+                let rate = if shared(run, corpus) { 2.4 } else { 4.8 - 0.1 * run as f64 };
+                rates.push(CoreRate::over(run, corpus, vec![rate]));
+            }
+            per_run.push(report::summarize(&timer, &codecs, run));
+        }
+        let (heading, kept) = full_rate_runs(&rates).expect("some runs were shared");
+        assert!(heading.contains("4.70") && heading.contains("a 2 of 3, b 1 of 3"), "{heading}");
+        assert_eq!(kept, [(1, "a".to_string()), (1, "b".to_string()), (3, "a".to_string())]);
+        let table = report::runs_table_over(
+            &per_run,
+            |s| kept.iter().any(|(run, corpus)| *run == s.run && *corpus == s.corpus),
+            "over those runs",
+        );
+        let row = |corpus: &str| {
+            table.lines().find(|l| l.starts_with(corpus) && l.contains("wkdm") && l.contains("comp")).unwrap()
+        };
+        assert!(row("a").contains("0.500x (0.500x-0.500x)"), "{table}");
+        assert!(row("b").contains("0.500x (0.500x-0.500x)"), "{table}");
+        // Every run at the full rate (or none measured): no second table.
+        let all_full: Vec<CoreRate> =
+            rates.iter().map(|r| CoreRate { median: Some(4.8), ..r.clone() }).collect();
+        assert!(full_rate_runs(&all_full).is_none());
+        let unmeasured: Vec<CoreRate> =
+            rates.iter().map(|r| CoreRate::over(r.run, &r.corpus, Vec::new())).collect();
+        assert!(full_rate_runs(&unmeasured).is_none());
     }
 
     #[test]

@@ -237,20 +237,32 @@ pub fn table(summaries: &[Summary]) -> String {
 /// ratios, and on a shared machine they move from run to run, so one run cannot tell
 /// whether a target holds.
 pub fn runs_table(runs: &[Vec<Summary>]) -> String {
+    runs_table_over(runs, |_| true, &format!("median over {} runs (min-max)", runs.len()))
+}
+
+/// [`runs_table`] over the summaries `keep` accepts (as those measured at the core's full
+/// throughput, `app::full_rate_runs`), with `over` as the line under the header: each row is
+/// taken over the runs whose summary of it was kept, and a row with none is left out.
+pub fn runs_table_over(runs: &[Vec<Summary>], keep: impl Fn(&Summary) -> bool, over: &str) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
         "{:<10} {:<12} {:<4} | {:>20} | {:>22} | {:>22}",
         "corpus", "codec", "", "median ticks", "vs liblzo2", "vs lz4"
     );
-    let over = format!("median over {} runs (min-max)", runs.len());
     let line = format!("{:<10} {:<12} {:<4} | {over:^68}", "", "", "");
     let _ = writeln!(s, "{}", line.trim_end());
-    let Some(first) = runs.first() else { return s };
-    for r in first {
+    let mut rows: Vec<&Summary> = Vec::new();
+    for r in runs.iter().flatten() {
+        if !rows.iter().any(|x| x.corpus == r.corpus && x.codec == r.codec) {
+            rows.push(r);
+        }
+    }
+    for r in rows {
         let same: Vec<&Summary> = runs
             .iter()
             .filter_map(|run| run.iter().find(|x| x.corpus == r.corpus && x.codec == r.codec))
+            .filter(|x| keep(x))
             .collect();
         for (dir, speeds) in [
             ("comp", same.iter().map(|x| &x.compress).collect::<Vec<_>>()),
