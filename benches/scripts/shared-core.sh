@@ -3,14 +3,14 @@
 # many times over the same pages, then compares every codec's median ticks on the corpora
 # measured at the core's full throughput with those measured on a shared core.
 #   shared-core.sh PAGEBENCH ROUNDS CORPUS...
-# Each round runs `PAGEBENCH run --runs 10` once on each online CPU in turn (taskset), 1000
-# pages per corpus, codecs $CODECS (default: wkdm-scalar,wkdm-avx2,lzo,liblzo2,lz4). Each
-# corpus of each run counts as "full" when its core throughput (the median printed under its
-# table) is at least 90% of the highest seen, as "shared" below 70% of it, and is left out in
-# between. Prints, per corpus, codec and direction, the median over the full and over the
-# shared corpus-runs of the per-run median ticks, and their ratio. Another tenant on the
-# core comes and goes on its own: a run with no shared readings says so and prints nothing.
-# Needs python3 (for the summary) and taskset.
+# Each round runs `PAGEBENCH run --runs 10` once on each CPU the shell may use, in turn
+# (taskset), 1000 pages per corpus, codecs $CODECS (default: wkdm-scalar,wkdm-avx2,lzo,
+# liblzo2,lz4). Each corpus of each run counts as "full" when its core throughput (the
+# median printed under its table) is at least 90% of the highest seen, as "shared" below 70%
+# of it, and is left out in between. Prints, per corpus, codec and direction, the median over
+# the full and over the shared corpus-runs of the per-run median ticks, and their ratio.
+# Another tenant on the core comes and goes on its own: a run with no shared readings says
+# so and prints nothing more. Needs python3 (for the summary) and taskset.
 set -euo pipefail
 [ $# -ge 3 ] || { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 pb=$1 rounds=$2
