@@ -317,8 +317,13 @@ unsafe fn decode<const W: usize>(v: Validated<'_>, s: &Scratch<W>, preload: u32,
         let up_to_lane = load(&UP_TO_LANE);
         let high_bits = _mm512_set1_epi32(!LOW_MASK as i32);
         let mut dict = _mm512_set1_epi32(preload as i32);
-        for (tag_word, out) in v.tags.chunks_exact(4).zip(page.chunks_exact_mut(64)) {
-            let tags = format::sequential_tags(format::le32(tag_word));
+        // Indexed rather than two zipped chunk iterators: built with cargo's default release
+        // profile (16 codegen units, no LTO), `Iterator::zip` stayed a call, the chunk sizes
+        // became run-time values and the loop reloaded its constants from the stack in every
+        // group (docs/perf/wkdm.md, "Built from a user's crate").
+        for group in 0..W / 16 {
+            let tags = format::sequential_tags(format::le32(&v.tags[4 * group..4 * group + 4]));
+            let out = &mut page[64 * group..64 * group + 64];
             if tags == 0 {
                 // 16 zero words (common in real memory): the dictionary stays.
                 _mm512_storeu_si512(out.as_mut_ptr().cast(), _mm512_setzero_si512());
