@@ -10,9 +10,10 @@
 # of it, and is left out in between. Prints, per corpus, codec and direction, the median over
 # the full and over the shared corpus-runs of the per-run median ticks, and their ratio.
 # Another tenant on the core comes and goes on its own: a run with no shared readings says
-# so and prints nothing more. Needs python3 (for the summary) and taskset.
+# so and prints nothing more. Reads pagebench's JSON reports (`--json`); needs python3 (for the
+# summary) and taskset.
 set -euo pipefail
-[ $# -ge 3 ] || { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+[ $# -ge 3 ] || { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 pb=$1 rounds=$2
 shift 2
 [ -x "$pb" ] || { echo "shared-core: $pb is not an executable file" >&2; exit 2; }
@@ -32,39 +33,28 @@ for part in $(taskset -pc $$ | sed 's/.*: //' | tr ',' ' '); do
     esac
 done
 cpus=${cpus# }
-echo "\$ pagebench run --corpus $* --codec $codecs --max-pages 1000 --reps 5 --quiet --runs 10"
+echo "\$ pagebench run --corpus $* --codec $codecs --max-pages 1000 --reps 5 --quiet --runs 10 --json"
 echo "($rounds rounds, once on each of CPUs $cpus per round)"
 for r in $(seq 1 "$rounds"); do
     for cpu in $cpus; do
         taskset -c "$cpu" "$pb" run --corpus "$@" --codec "$codecs" --max-pages 1000 --reps 5 \
-            --quiet --runs 10 >"$work/round-$r-cpu-$cpu.txt" 2>&1
+            --quiet --runs 10 --json >"$work/round-$r-cpu-$cpu.json" 2>/dev/null
     done
 done
-python3 - "$work"/round-*.txt <<'PY'
-import re, statistics, sys
+python3 - "$work"/round-*.json <<'PY'
+import json, statistics, sys
 rows = []  # (core rate, corpus, codec, direction, median ticks)
 readings = []  # (core rate, corpus), one per corpus per run
 for path in sys.argv[1:]:
-    corpus, codec, block = None, None, []
-    for line in open(path):
-        m = re.match(r"^== (\S+): \d+ pages ==", line)
-        if m:
-            corpus, block = m.group(1), []
-            continue
-        m = re.match(r"^(\S+)\s+comp \|\s+\d+\s+(\d+)", line)
-        if m and corpus:
-            codec = m.group(1)
-            block.append((codec, "comp", int(m.group(2))))
-            continue
-        m = re.match(r"^\s+dec  \|\s+\d+\s+(\d+)", line)
-        if m and corpus and codec:
-            block.append((codec, "dec", int(m.group(1))))
-            continue
-        m = re.search(r"throughput while measuring: median ([0-9.]+)", line)
-        if m and corpus:
-            rows += [(float(m.group(1)), corpus, c, d, t) for c, d, t in block]
-            readings.append((float(m.group(1)), corpus))
-            corpus = None
+    with open(path) as f:
+        report = json.load(f)
+    rates = {(r["run"], r["corpus"]): r["median"] for r in report["core_rates"] if r["median"]}
+    readings += [(rate, corpus) for (_, corpus), rate in rates.items()]
+    for s in report["results"]:
+        rate = rates.get((s["run"], s["corpus"]))
+        for d, speed in (("comp", s["compress"]), ("dec", s["decompress"])):
+            if rate is not None and speed["ticks"]["count"] > 0:
+                rows.append((rate, s["corpus"], s["codec"], d, speed["ticks"]["median"]))
 if not rows:
     sys.exit("shared-core: no core throughput readings (no TSC?)")
 highest = max(r[0] for r in rows)
