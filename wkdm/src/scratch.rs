@@ -87,6 +87,11 @@ pub(crate) struct Scratch<const W: usize> {
     /// AVX2 and NEON decoders: per word, the bits of its dictionary entry it keeps (by tag).
     #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
     pub(crate) keeps: [u32; W],
+    /// AVX2 decoder: per step of 8 words, a byte with bit `k` set where word `k` of the
+    /// step is a MISS; then, from `W / 8`, the same for PARTIAL words, and from `W / 4`
+    /// for hits (EXACT or PARTIAL). The last `5 * W / 8` bytes are unused.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(crate) step_masks: [u8; W],
     /// AVX2 and NEON decoders: the slot of each missed word, with slack for 8- and 16-byte
     /// loads.
     #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
@@ -105,6 +110,7 @@ impl<const W: usize> Scratch<W> {
             slots: Padded::new(0),
             word_routes: [0; W],
             keeps: [0; W],
+            step_masks: [0; W],
             miss_slots: Padded::new(0),
         }
     }

@@ -425,3 +425,9 @@ fn early_abort_threshold_is_exact() {
     }
     assert_eq!(checked, [41, 20], "pages below and above the limit");
 }
+
+/// SPEC.md gives the codec value's size (all of its working memory): keep the two equal.
+#[test]
+fn the_codec_value_is_the_size_spec_md_gives() {
+    assert_eq!(core::mem::size_of::<Wkdm>(), 20_656);
+}

@@ -18,6 +18,14 @@
 //! lag the decoder was slower than with two passes; docs/perf/wkdm.md). NEON runs the
 //! stages one after the other (`chain`).
 //!
+//! Before stage 1, AVX2 unpacks the page's tags area in one vector pass
+//! ([`Expand::unpack_tags`]): a tag byte per word, and per 8 words the bit masks of its
+//! misses, partial hits and hits, which stage 1 reads as table indices and counts. Gathered
+//! per 16-word group inside stage 1 (two delta swaps and three `pext`), those masks cost
+//! about 29 instructions per group; the pass costs about 5, and the decoder took 3-7% less
+//! time back to back on captured pages (docs/perf/wkdm.md). It also leaves no `pext` in the
+//! decoder, which AMD's cores before Zen 3 run as microcode.
+//!
 //! Stage 1 computes the keep masks, 8 per vector instruction, so that the chain does not
 //! look them up per word: that took its loop from 10 instructions per word to 8 and the
 //! decoder's time down 3-4% on captured pages (SPEC.md section 4).
@@ -41,7 +49,7 @@ use super::lanes::Lanes;
 /// and a miss's slot with this value standing for "not selected".
 pub(crate) const ZERO_ROUTE: u8 = 31;
 
-/// What the SIMD decoder ([`super::expand`]) needs beyond [`Lanes`].
+/// What the SIMD decoder ([`super::expand`]) needs beyond [`Lanes`], 8 lanes wide.
 ///
 /// Only AVX2 implements it. A 4-lane SSE4.1 version decoded no faster than the scalar
 /// decoder (python pages 5% faster, node pages 2% slower; SPEC.md section 4), so SSE4.1
@@ -76,12 +84,22 @@ pub(crate) trait Expand: Lanes {
     /// `indices` and `slots` are valid for reads of 8 bytes, `dst` for writes of 8.
     unsafe fn store_routes(indices: *const u8, hit: u32, slots: *const u8, miss: u32, dst: *mut u8);
 
-    /// Bits 0, 2, 4, ... of `x` gathered into bits 0, 1, 2, ...
-    unsafe fn even_bits(x: u32) -> u32;
+    /// Unpacks the tags area `tags` (`W / 4` bytes) of a page of `W` words: each word's tag
+    /// (0..4) into `s.tags`, and per step of 8 words the masks of its MISS, PARTIAL and hit
+    /// (EXACT or PARTIAL) words into `s.step_masks` (see there).
+    ///
+    /// # Safety
+    ///
+    /// The CPU has the implementation's instruction set; `tags.len() == W / 4` and `W` is a
+    /// multiple of 32.
+    unsafe fn unpack_tags<const W: usize>(tags: &[u8], s: &mut Scratch<W>);
 
-    /// Lane `k` holds [`KEEP`](crate::decompress::KEEP) of the tag in the 2-bit cell
-    /// `k < LANES` of `tags` (higher cells are ignored).
-    unsafe fn keep_masks(tags: u32) -> Self;
+    /// Lane `k` holds [`KEEP`](crate::decompress::KEEP) of the tag `tags[k]`.
+    ///
+    /// # Safety
+    ///
+    /// `tags` is valid for reads of `LANES` bytes, each below 4.
+    unsafe fn keep_masks(tags: *const u8) -> Self;
 }
 
 /// Decodes a validated stream into `page`.
@@ -151,11 +169,13 @@ unsafe fn expand_and_chain<V: Expand, const W: usize, const SKIP: bool>(
     preload: u32,
     page: &mut [u8],
 ) {
-    assert!(page.len() == 4 * W && W % 16 == 0 && v.tags.len() == W / 4 && v.misses <= W);
+    const { assert!(V::LANES == 8) };
+    assert!(page.len() == 4 * W && W % 32 == 0 && v.tags.len() == W / 4 && v.misses <= W);
     for (slot, &w) in s.miss_slots.iter_mut().zip(&s.misses[..v.misses]) {
         *slot = format::slot(w) as u8;
     }
-    let lane_bits = (1u32 << V::LANES) - 1;
+    // SAFETY: the caller guarantees the instruction set; the lengths are asserted above.
+    unsafe { V::unpack_tags(v.tags, s) };
     let misses = s.misses.as_ptr();
     let miss_slots = s.miss_slots.as_ptr();
     let lows = s.lows.as_ptr();
@@ -163,25 +183,16 @@ unsafe fn expand_and_chain<V: Expand, const W: usize, const SKIP: bool>(
     let routes = s.word_routes.as_mut_ptr();
     let (mut mi, mut pi, mut hi) = (0usize, 0usize, 0usize);
     let mut dict = new_dictionary(preload);
-    for (group, tag_word) in v.tags.chunks_exact(4).enumerate() {
-        // Tag k of the group's words at bits 2k, 2k + 1; PARTIAL = 1, MISS = 2, EXACT = 3.
-        let tags = format::sequential_tags(format::le32(tag_word));
-        let (low, high) = (tags & 0x5555_5555, (tags >> 1) & 0x5555_5555);
-        // SAFETY: the caller guarantees the instruction set.
-        let (misses_16, partials_16, hits_16) =
-            unsafe { (V::even_bits(high & !low), V::even_bits(low & !high), V::even_bits(low)) };
-        for step in 0..16 / V::LANES {
-            let i = 16 * group + V::LANES * step;
-            let shift = V::LANES * step;
-            let (miss, partial, hit) = (
-                (misses_16 >> shift) & lane_bits,
-                (partials_16 >> shift) & lane_bits,
-                (hits_16 >> shift) & lane_bits,
-            );
+    for group in 0..W / 16 {
+        for step in 2 * group..2 * group + 2 {
+            let i = 8 * step;
+            let masks = &s.step_masks;
+            let (miss, partial, hit) =
+                (u32::from(masks[step]), u32::from(masks[W / 8 + step]), u32::from(masks[W / 4 + step]));
             // SAFETY: the caller guarantees the instruction set. The counters are <= the
             // validated counts <= W, and the scratch arrays have SLACK >= 16 readable items
             // after their W items (stale values there land in unselected lanes, which are 0);
-            // the page and route stores cover words i..i + LANES <= W. Zero words read and
+            // the page and route stores cover words i..i + 8 <= W. Zero words read and
             // write the dump entry (their value and keep mask are 0), unless stage 2 skips
             // them, which it recognises by their route.
             unsafe {
@@ -189,8 +200,9 @@ unsafe fn expand_and_chain<V: Expand, const W: usize, const SKIP: bool>(
                 values.store(page.as_mut_ptr().add(4 * i));
                 V::store_routes(indices.add(hi), hit, miss_slots.add(mi), miss, routes.add(i));
             }
-            // SAFETY: the caller guarantees the instruction set; i + LANES <= W.
-            unsafe { V::keep_masks(tags >> (2 * shift)).store(s.keeps.as_mut_ptr().add(i).cast()) };
+            // SAFETY: the caller guarantees the instruction set; i + 8 <= W, and
+            // `unpack_tags` wrote tags below 4.
+            unsafe { V::keep_masks(s.tags.as_ptr().add(i)).store(s.keeps.as_mut_ptr().add(i).cast()) };
             mi += miss.count_ones() as usize;
             pi += partial.count_ones() as usize;
             hi += hit.count_ones() as usize;

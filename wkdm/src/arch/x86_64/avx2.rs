@@ -232,23 +232,49 @@ impl Expand for Avx2 {
     }
 
     #[inline(always)]
-    unsafe fn even_bits(x: u32) -> u32 {
-        // SAFETY: the caller guarantees BMI2 (part of this path's features).
-        unsafe { _pext_u32(x, 0x5555_5555) }
+    unsafe fn unpack_tags<const W: usize>(tags: &[u8], s: &mut Scratch<W>) {
+        let (bytes, masks) = (s.tags.as_mut_ptr(), s.step_masks.as_mut_ptr());
+        // SAFETY: the caller guarantees AVX2 and `tags.len() == W / 4` with `W` a multiple
+        // of 32: pair `q < W / 32` reads tag bytes 8q..8q + 8, writes tags 32q..32q + 32
+        // and mask bytes 4q..4q + 4 of each of the three runs (below W / 8 each).
+        unsafe {
+            // Tag `4j + r` of a group is bits 2j, 2j + 1 of its byte `r`: a group's 4 bytes
+            // go to each of its 4 words (lanes), word `j` is shifted right by 2j, and byte `r`
+            // of word `j` then holds the tag of word 4j + r in its low 2 bits.
+            let order = _mm256_setr_epi8(
+                0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6, 7, 4, 5, 6, 7, 4, 5, 6, 7, 4, 5, 6,
+                7,
+            );
+            let shifts = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+            let (three, miss, partial) = (
+                _mm256_set1_epi8(3),
+                _mm256_set1_epi8(format::MISS as i8),
+                _mm256_set1_epi8(format::PARTIAL as i8),
+            );
+            for q in 0..W / 32 {
+                // The tag words of groups 2q and 2q + 1, in both 128-bit halves.
+                let pair = _mm256_set1_epi64x(tags.as_ptr().add(8 * q).cast::<i64>().read_unaligned());
+                let t = _mm256_and_si256(_mm256_srlv_epi32(_mm256_shuffle_epi8(pair, order), shifts), three);
+                _mm256_storeu_si256(bytes.add(32 * q).cast(), t);
+                // A byte's sign bit is its bit 0 (the hit bit) after a 7-bit shift of the
+                // 16-bit lanes: tags are below 4, so no other bit reaches a sign.
+                let masks_of = |kind: __m256i| _mm256_movemask_epi8(kind).to_le_bytes();
+                let at = |run: usize| masks.add(run * W / 8 + 4 * q).cast::<[u8; 4]>();
+                at(0).write_unaligned(masks_of(_mm256_cmpeq_epi8(t, miss)));
+                at(1).write_unaligned(masks_of(_mm256_cmpeq_epi8(t, partial)));
+                at(2).write_unaligned(masks_of(_mm256_slli_epi16::<7>(t)));
+            }
+        }
     }
 
     #[inline(always)]
-    unsafe fn keep_masks(tags: u32) -> Self {
-        // SAFETY: the caller guarantees AVX2.
+    unsafe fn keep_masks(tags: *const u8) -> Self {
+        // SAFETY: the caller guarantees AVX2 and 8 readable bytes at `tags`.
         unsafe {
-            let cells = _mm256_srlv_epi32(
-                _mm256_set1_epi32(tags as i32),
-                _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14),
-            );
-            // `vpermd` reads 3 index bits: the table is repeated so the third does not matter.
+            // `vpermd` reads 3 index bits; tags are below 4.
             let [zero, partial, miss, exact] = KEEP.map(|keep| keep as i32);
             let keeps = _mm256_setr_epi32(zero, partial, miss, exact, zero, partial, miss, exact);
-            Avx2(_mm256_permutevar8x32_epi32(keeps, cells))
+            Avx2(_mm256_permutevar8x32_epi32(keeps, _mm256_cvtepu8_epi32(_mm_loadl_epi64(tags.cast()))))
         }
     }
 }
