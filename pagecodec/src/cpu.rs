@@ -16,6 +16,8 @@ pub enum X86Feature {
     Popcnt,
     /// AVX2.
     Avx2,
+    /// BMI1 (`bextr`, `andn`, `tzcnt`).
+    Bmi1,
     /// BMI2 (`pext`, `pdep`, `shrx`).
     Bmi2,
     /// AVX-512 Foundation.
@@ -64,6 +66,7 @@ pub fn x86_has(feature: X86Feature) -> bool {
         X86Feature::Ssse3 => has!("ssse3"),
         X86Feature::Popcnt => has!("popcnt"),
         X86Feature::Avx2 => has!("avx2"),
+        X86Feature::Bmi1 => has!("bmi1"),
         X86Feature::Bmi2 => has!("bmi2"),
         X86Feature::Avx512f => has!("avx512f"),
         X86Feature::Avx512bw => has!("avx512bw"),
@@ -91,6 +94,7 @@ mod tests {
             (X86Feature::Ssse3, detected!("ssse3")),
             (X86Feature::Popcnt, detected!("popcnt")),
             (X86Feature::Avx2, detected!("avx2")),
+            (X86Feature::Bmi1, detected!("bmi1")),
             (X86Feature::Bmi2, detected!("bmi2")),
             (X86Feature::Avx512f, detected!("avx512f")),
             (X86Feature::Avx512bw, detected!("avx512bw")),

@@ -25,9 +25,9 @@ pub enum Isa {
     /// x86_64 with SSE4.1 and SSSE3: a SIMD compressor; decompression runs the scalar loop,
     /// which a 4-lane SIMD decoder did not beat.
     Sse41,
-    /// x86_64 with AVX2 and BMI2: SIMD compressor and decompressor.
+    /// x86_64 with AVX2, BMI1 and BMI2: SIMD compressor and decompressor.
     Avx2,
-    /// x86_64 with AVX2 and BMI2 plus AVX-512 (F, BW, CD, VL, VBMI, VBMI2) and GFNI: the
+    /// x86_64 with AVX2, BMI1 and BMI2 plus AVX-512 (F, BW, CD, VL, VBMI, VBMI2) and GFNI: the
     /// compressor's dictionary replay and the decompressor resolve the dictionary 16 words
     /// at a time in registers, and the compressor classifies 16 words per step.
     Avx512,

@@ -355,14 +355,14 @@ impl<const WORDS: usize> WkdmCodec<WORDS> {
         match self.isa {
             #[cfg(target_arch = "x86_64")]
             Isa::Avx2 => {
-                // SAFETY: `self.isa` is only ever set to an available path, so AVX2 and BMI2
-                // are present.
+                // SAFETY: `self.isa` is only ever set to an available path, so AVX2, BMI1,
+                // BMI2 and POPCNT are present.
                 unsafe { arch::x86_64::avx2::decompress::<WORDS>(input, &mut self.scratch, preload, page) }
             }
             #[cfg(all(target_arch = "x86_64", wkdm_avx512))]
             Isa::Avx512 => {
-                // SAFETY: `self.isa` is only ever set to an available path, so AVX2, BMI2,
-                // POPCNT, AVX-512F/BW/CD/VL/VBMI/VBMI2 and GFNI are present.
+                // SAFETY: `self.isa` is only ever set to an available path, so AVX2, BMI1,
+                // BMI2, POPCNT, AVX-512F/BW/CD/VL/VBMI/VBMI2 and GFNI are present.
                 unsafe { arch::x86_64::avx512::decompress::<WORDS>(input, &mut self.scratch, preload, page) }
             }
             #[cfg(target_arch = "aarch64")]

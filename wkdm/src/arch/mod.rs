@@ -54,11 +54,24 @@ pub(crate) mod needs {
 
     /// SSE4.1 path: `classify` (SSE4.1, SSSE3 `pshufb`, POPCNT).
     pub(crate) const SSE41: &[X86Feature] = &[Sse41, Ssse3, Popcnt];
-    /// AVX2 path: `classify` and `decompress` (AVX2, BMI2, POPCNT; SSSE3 `pshufb`).
-    pub(crate) const AVX2: &[X86Feature] = &[Avx2, Bmi2, Popcnt, Ssse3];
+    /// AVX2 path: `classify` and `decompress` (AVX2, BMI1 `bextr`, BMI2, POPCNT; SSSE3
+    /// `pshufb`).
+    pub(crate) const AVX2: &[X86Feature] = &[Avx2, Bmi1, Bmi2, Popcnt, Ssse3];
     /// AVX-512 path: the AVX2 path's features plus its own.
-    pub(crate) const AVX512: &[X86Feature] =
-        &[Avx2, Bmi2, Popcnt, Ssse3, Avx512f, Avx512bw, Avx512cd, Avx512vl, Avx512vbmi, Avx512vbmi2, Gfni];
+    pub(crate) const AVX512: &[X86Feature] = &[
+        Avx2,
+        Bmi1,
+        Bmi2,
+        Popcnt,
+        Ssse3,
+        Avx512f,
+        Avx512bw,
+        Avx512cd,
+        Avx512vl,
+        Avx512vbmi,
+        Avx512vbmi2,
+        Gfni,
+    ];
 
     /// Whether every feature of `needs` is present by `has`.
     pub(crate) fn all(needs: &[X86Feature], has: impl Fn(X86Feature) -> bool) -> bool {
@@ -131,6 +144,7 @@ mod tests {
                         "ssse3" => X86Feature::Ssse3,
                         "popcnt" => X86Feature::Popcnt,
                         "avx2" => X86Feature::Avx2,
+                        "bmi1" => X86Feature::Bmi1,
                         "bmi2" => X86Feature::Bmi2,
                         "avx512f" => X86Feature::Avx512f,
                         "avx512bw" => X86Feature::Avx512bw,
