@@ -254,13 +254,29 @@ const LAZY_GAIN: usize = 2;
 const LAZY_MUST_AGREE: u64 = (1 << (8 * (4 + LAZY_GAIN))) - 1;
 
 /// The length of the match at `ip` from `m_pos`, whose first 8 bytes XOR to `diff`, up to
-/// the first byte that differs or, like the kernel's, once it reaches [`IP_END`].
+/// the first byte that differs or, like the kernel's, once it reaches [`IP_END`]. The match
+/// ends before `IP_END + 16` (`ip + len < IP_END + 16`), which callers may rely on.
 ///
 /// # Safety
 ///
 /// `m_pos < ip < IP_END`, and the low 4 bytes of `diff` are zero.
 #[inline(always)]
 pub(super) unsafe fn match_len(page: &[u8; PAGE_SIZE], ip: usize, m_pos: usize, diff: u64) -> usize {
+    // SAFETY: the caller's contract, passed on.
+    let len = unsafe { match_len_from(page, ip, m_pos, diff) };
+    // 4..=7 when `diff` is not zero; otherwise the last 8-byte read started below IP_END + 8
+    // and the match ends inside it, or the scan stopped within 8 bytes past IP_END.
+    debug_assert!(ip + len < IP_END + 16);
+    len
+}
+
+/// [`match_len`] without its check.
+///
+/// # Safety
+///
+/// As for [`match_len`].
+#[inline(always)]
+unsafe fn match_len_from(page: &[u8; PAGE_SIZE], ip: usize, m_pos: usize, diff: u64) -> usize {
     let src: &[u8] = page;
     if diff != 0 {
         // 4..=7 bytes: the first byte that differs, from the 8 compared.
