@@ -54,6 +54,9 @@ pub struct RunOptions {
     /// Measure the corpora this many times and end with each codec's median and range over
     /// the runs (1: one run, no summary; 0 counts as 1). The plot shows the first run.
     pub runs: usize,
+    /// Decode into a page starting this many bytes past a 4 KiB boundary (a multiple of 64
+    /// below 4096); `None`: a boxed page wherever the allocator puts it.
+    pub page_offset: Option<usize>,
 }
 
 impl Default for RunOptions {
@@ -71,6 +74,7 @@ impl Default for RunOptions {
             class_pages: 0,
             progress: true,
             runs: 1,
+            page_offset: None,
         }
     }
 }
@@ -388,6 +392,9 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, AnyError> {
         codecs::HYBRID_THRESHOLD
     ));
     log.line(PEERS_LEGEND);
+    if let Some(offset) = opts.page_offset {
+        log.line(format!("decoding into a page {offset} bytes past a 4 KiB boundary"));
+    }
     let started = Instant::now();
     let mut progress = Progress::new(opts.progress);
     let run_count = opts.runs.max(1);
@@ -400,7 +407,15 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, AnyError> {
         }
         let mut results = Vec::new();
         for c in &corpora {
-            let measured = measure::run_corpus(&timer, c, &mut codecs, opts.reps, opts.order, &mut progress)?;
+            let measured = measure::run_corpus_placed(
+                &timer,
+                c,
+                &mut codecs,
+                opts.reps,
+                opts.order,
+                opts.page_offset,
+                &mut progress,
+            )?;
             let rate = CoreRate::over(run, &c.name, measured.core_rates);
             let summaries = report::summarize(&timer, &measured.codecs, run);
             log.line("");

@@ -116,6 +116,22 @@ struct RunArgs {
     /// liblzo2 and C LZ4 in the same run.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100), conflicts_with = "plot")]
     runs: u32,
+    /// Decode into a page starting this many bytes past a 4 KiB boundary (a multiple of 64
+    /// below 4096) instead of wherever the allocator puts it: where the output page lies
+    /// against a codec's own buffers can move a decoder's time.
+    #[arg(long, value_name = "BYTES", value_parser = parse_page_offset)]
+    page_offset: Option<usize>,
+}
+
+/// `--page-offset`: a multiple of the page alignment below 4096.
+fn parse_page_offset(text: &str) -> Result<usize, String> {
+    let offset: usize = text.parse().map_err(|e| format!("{text:?} is not a byte count: {e}"))?;
+    let align = pagebench::measure::PAGE_ALIGN;
+    if offset < 4096 && offset % align == 0 {
+        Ok(offset)
+    } else {
+        Err(format!("{offset} is not a multiple of {align} below 4096"))
+    }
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -297,6 +313,7 @@ impl RunArgs {
             class_pages: self.classes,
             progress: !self.quiet,
             runs: self.runs as usize,
+            page_offset: self.page_offset,
         }
     }
 }
@@ -403,6 +420,18 @@ mod tests {
 
     fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
         Cli::try_parse_from(std::iter::once("pagebench").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn page_offsets_must_keep_the_page_alignment() {
+        let cli = parse(&["run", "--page-offset", "192"]).unwrap();
+        let Some(Command::Run(args)) = cli.command else { panic!("not a run") };
+        assert_eq!(args.options().page_offset, Some(192));
+        for bad in ["100", "4096", "x"] {
+            let err = parse(&["run", "--page-offset", bad]).unwrap_err().to_string();
+            assert!(err.contains(bad), "{bad}: {err}");
+        }
+        assert_eq!(parse(&["run"]).map(|c| c.run.options().page_offset).unwrap(), None);
     }
 
     #[test]

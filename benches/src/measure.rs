@@ -97,6 +97,46 @@ impl Progress {
     }
 }
 
+/// The alignment of a [`Page`], which every page offset must keep.
+pub const PAGE_ALIGN: usize = core::mem::align_of::<Page>();
+
+/// A page at a chosen offset from a 4 KiB boundary, inside a buffer of two pages.
+pub struct PlacedPage {
+    buffer: Box<[Page; 2]>,
+    start: usize,
+}
+
+impl PlacedPage {
+    /// A zeroed page starting `offset` bytes past a 4 KiB boundary.
+    ///
+    /// # Panics
+    ///
+    /// If `offset` is not a multiple of [`PAGE_ALIGN`] below 4096.
+    pub fn new(offset: usize) -> PlacedPage {
+        assert!(
+            offset < 4096 && offset % PAGE_ALIGN == 0,
+            "page offset {offset}: must be a multiple of {PAGE_ALIGN} below 4096"
+        );
+        let buffer = Box::new([Page::zeroed(), Page::zeroed()]);
+        let address = buffer.as_ptr() as usize;
+        // Both are multiples of PAGE_ALIGN, and so is the distance, below 4096: the page
+        // ends at most 4096 - PAGE_ALIGN + 4096 bytes in, inside the two pages.
+        let start = (offset + 4096 - address % 4096) % 4096;
+        PlacedPage { buffer, start }
+    }
+
+    /// The page.
+    pub fn page(&mut self) -> &mut Page {
+        let bytes = self.buffer.as_mut_ptr().cast::<u8>();
+        // SAFETY: `start` is a multiple of PAGE_ALIGN (see `new`) and `start + PAGE_SIZE <=
+        // 2 * PAGE_SIZE`, so the pointer is aligned for a `Page` and its 4096 bytes lie
+        // inside the buffer, which is initialised; `Page` is a `repr(C)` byte array, valid
+        // for any bytes; the returned borrow holds `self` mutably, so nothing else reaches
+        // the buffer meanwhile.
+        unsafe { &mut *bytes.add(self.start).cast::<Page>() }
+    }
+}
+
 /// How the repetitions of a measurement are ordered.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Order {
@@ -111,7 +151,8 @@ pub enum Order {
 }
 
 /// Measures every codec on every page of `corpus`, `reps` times each in the given
-/// [`Order`], keeping minima.
+/// [`Order`], keeping minima. Pages decode into a boxed page wherever the allocator puts
+/// it ([`run_corpus_placed`] chooses).
 ///
 /// # Errors
 ///
@@ -123,6 +164,30 @@ pub fn run_corpus(
     codecs: &mut [Box<dyn PageCodec>],
     reps: usize,
     order: Order,
+    progress: &mut Progress,
+) -> Result<CorpusRun, VerifyError> {
+    run_corpus_placed(timer, corpus, codecs, reps, order, None, progress)
+}
+
+/// [`run_corpus`], with the page that every codec decodes into starting `page_offset`
+/// bytes past a 4 KiB boundary when given (a multiple of [`PAGE_ALIGN`] below 4096; see
+/// [`PlacedPage`]). Where the output page lies against a codec's own buffers, modulo 4 KiB,
+/// can move a decoder's time (docs/perf/pagebench.md, "Code placement").
+///
+/// # Errors
+///
+/// As for [`run_corpus`].
+///
+/// # Panics
+///
+/// If `page_offset` is not a multiple of [`PAGE_ALIGN`] below 4096.
+pub fn run_corpus_placed(
+    timer: &Timer,
+    corpus: &Corpus,
+    codecs: &mut [Box<dyn PageCodec>],
+    reps: usize,
+    order: Order,
+    page_offset: Option<usize>,
     progress: &mut Progress,
 ) -> Result<CorpusRun, VerifyError> {
     let reps = reps.max(1);
@@ -137,7 +202,18 @@ pub fn run_corpus(
     let mut compress_ticks = vec![vec![u64::MAX; pages]; n];
     let mut decompress_ticks = vec![vec![u64::MAX; pages]; n];
     let mut streams: Vec<Vec<u8>> = codecs.iter().map(|c| vec![0u8; c.max_compressed_len()]).collect();
-    let mut back = Box::new(Page::zeroed());
+    let mut boxed;
+    let mut placed;
+    let back: &mut Page = match page_offset {
+        None => {
+            boxed = Box::new(Page::zeroed());
+            &mut boxed
+        }
+        Some(offset) => {
+            placed = PlacedPage::new(offset);
+            placed.page()
+        }
+    };
     let mut core_rates = Vec::with_capacity(sweeps * pages);
 
     for sweep in 0..sweeps {
@@ -181,7 +257,7 @@ pub fn run_corpus(
 
                 for rep in 0..in_a_row {
                     back.as_bytes_mut().fill(if (sweep + rep) % 2 == 0 { 0xA5 } else { 0x5A });
-                    let (ticks, r) = timer.time(|| codec.decompress(&stream[..len], &mut back));
+                    let (ticks, r) = timer.time(|| codec.decompress(&stream[..len], back));
                     decompress_ticks[k][index] = decompress_ticks[k][index].min(ticks);
                     if let Err(e) = r {
                         return Err(fail(format!("decompress of its own {len}-byte stream failed: {e}")));
@@ -295,6 +371,38 @@ mod tests {
             assert_eq!(r.compress_ticks.len(), 4);
             assert_eq!(r.decompress_ticks.len(), 4);
         }
+    }
+
+    #[test]
+    fn a_placed_page_starts_where_asked_and_round_trips() {
+        for offset in [0, PAGE_ALIGN, 2048, 4096 - PAGE_ALIGN] {
+            let mut placed = PlacedPage::new(offset);
+            let page = placed.page();
+            assert_eq!(page as *const Page as usize % 4096, offset);
+            page.as_bytes_mut().fill(0x3C);
+            assert!(page.as_bytes().iter().all(|&b| b == 0x3C));
+        }
+        // Every codec decodes into the placed page, and every round trip is still checked.
+        let timer = Timer::new();
+        let c = corpus((0..3).map(Page::filled).collect());
+        let mut codecs: Vec<Box<dyn PageCodec>> = vec![Box::new(Raw)];
+        let measured = run_corpus_placed(
+            &timer,
+            &c,
+            &mut codecs,
+            2,
+            Order::BackToBack,
+            Some(192),
+            &mut Progress::new(false),
+        )
+        .unwrap();
+        assert_eq!(measured.codecs[0].sizes, vec![Some(4096); 3]);
+    }
+
+    #[test]
+    #[should_panic(expected = "page offset 100")]
+    fn a_page_offset_off_the_alignment_is_refused() {
+        PlacedPage::new(100);
     }
 
     #[test]
