@@ -262,23 +262,8 @@ const LAZY_MUST_AGREE: u64 = (1 << (8 * (4 + LAZY_GAIN))) - 1;
 /// `m_pos < ip < IP_END`, and the low 4 bytes of `diff` are zero.
 #[inline(always)]
 pub(super) unsafe fn match_len(page: &[u8; PAGE_SIZE], ip: usize, m_pos: usize, diff: u64) -> usize {
-    // SAFETY: the caller's contract, passed on.
-    let len = unsafe { match_len_from(page, ip, m_pos, diff) };
-    // 4..=7 when `diff` is not zero; otherwise the last 8-byte read started below IP_END + 8
-    // and the match ends inside it, or the scan stopped within 8 bytes past IP_END.
-    debug_assert!(ip + len < IP_END + 16);
-    len
-}
-
-/// [`match_len`] without its check.
-///
-/// # Safety
-///
-/// As for [`match_len`].
-#[inline(always)]
-unsafe fn match_len_from(page: &[u8; PAGE_SIZE], ip: usize, m_pos: usize, diff: u64) -> usize {
     let src: &[u8] = page;
-    if diff != 0 {
+    let len = if diff != 0 {
         // 4..=7 bytes: the first byte that differs, from the 8 compared.
         (diff.trailing_zeros() / 8) as usize
     } else {
@@ -297,7 +282,11 @@ unsafe fn match_len_from(page: &[u8; PAGE_SIZE], ip: usize, m_pos: usize, diff: 
                 break m_len;
             }
         }
-    }
+    };
+    // The bound: 4..=7 when `diff` is not zero; otherwise the last 8-byte read started below
+    // IP_END + 8 and the match ends inside it, or the scan stopped within 8 bytes past IP_END.
+    debug_assert!(ip + len < IP_END + 16);
+    len
 }
 
 /// A recent match distance, with the page's start moved back by it, so that loading the 8
