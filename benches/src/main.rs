@@ -123,15 +123,10 @@ struct RunArgs {
     page_offset: Option<usize>,
 }
 
-/// `--page-offset`: a multiple of the page alignment below 4096.
+/// `--page-offset`: a byte count [`pagebench::measure::check_page_offset`] accepts.
 fn parse_page_offset(text: &str) -> Result<usize, String> {
     let offset: usize = text.parse().map_err(|e| format!("{text:?} is not a byte count: {e}"))?;
-    let align = pagebench::measure::PAGE_ALIGN;
-    if offset < 4096 && offset % align == 0 {
-        Ok(offset)
-    } else {
-        Err(format!("{offset} is not a multiple of {align} below 4096"))
-    }
+    pagebench::measure::check_page_offset(offset)
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

@@ -100,6 +100,20 @@ impl Progress {
 /// The alignment of a [`Page`], which every page offset must keep.
 pub const PAGE_ALIGN: usize = core::mem::align_of::<Page>();
 
+/// `offset` when a page can start that many bytes past a 4 KiB boundary (a multiple of
+/// [`PAGE_ALIGN`] below 4096); otherwise what is wrong with it.
+///
+/// # Errors
+///
+/// A message naming the offset.
+pub fn check_page_offset(offset: usize) -> Result<usize, String> {
+    if offset < 4096 && offset % PAGE_ALIGN == 0 {
+        Ok(offset)
+    } else {
+        Err(format!("page offset {offset}: not a multiple of {PAGE_ALIGN} below 4096"))
+    }
+}
+
 /// A page at a chosen offset from a 4 KiB boundary, inside a buffer of two pages.
 pub struct PlacedPage {
     buffer: Box<[Page; 2]>,
@@ -111,12 +125,11 @@ impl PlacedPage {
     ///
     /// # Panics
     ///
-    /// If `offset` is not a multiple of [`PAGE_ALIGN`] below 4096.
+    /// If [`check_page_offset`] refuses `offset`.
     pub fn new(offset: usize) -> PlacedPage {
-        assert!(
-            offset < 4096 && offset % PAGE_ALIGN == 0,
-            "page offset {offset}: must be a multiple of {PAGE_ALIGN} below 4096"
-        );
+        if let Err(problem) = check_page_offset(offset) {
+            panic!("{problem}");
+        }
         let buffer = Box::new([Page::zeroed(), Page::zeroed()]);
         let address = buffer.as_ptr() as usize;
         // Both are multiples of PAGE_ALIGN, and so is the distance, below 4096: the page
@@ -180,7 +193,7 @@ pub fn run_corpus(
 ///
 /// # Panics
 ///
-/// If `page_offset` is not a multiple of [`PAGE_ALIGN`] below 4096.
+/// If [`check_page_offset`] refuses `page_offset`.
 pub fn run_corpus_placed(
     timer: &Timer,
     corpus: &Corpus,
