@@ -129,22 +129,44 @@ pub fn names() -> Vec<&'static str> {
     all().iter().map(|c| c.name()).collect()
 }
 
-/// The codecs named in `filter` (all when empty), in table order.
+/// WKdm pinned to the path `wkdm` dispatches to, under that path's name (`wkdm-avx2` on a
+/// CPU whose best path is AVX2): not in [`all`], where `wkdm` already measures it, but
+/// selectable by name, so that a command naming a path runs on every CPU that has it.
+fn pinned_best() -> Option<WkdmPath> {
+    WkdmPath::new(wkdm::Isa::best())
+}
+
+/// The codecs named in `filter` (all when empty), in table order; a name of the dispatched
+/// WKdm path (see [`pinned_best`]) comes right after `wkdm`.
 ///
 /// # Errors
 ///
 /// Names the unknown codec and lists the known ones.
 pub fn select(filter: &[String]) -> Result<Vec<Box<dyn PageCodec>>, String> {
     let known = names();
-    if let Some(bad) = filter.iter().find(|f| !known.contains(&f.as_str())) {
+    let best = pinned_best().map(|c| c.name()).filter(|n| !known.contains(n));
+    if let Some(bad) = filter.iter().find(|f| !known.contains(&f.as_str()) && best != Some(f.as_str())) {
         return Err(format!("unknown codec {bad:?}; known: {}", known.join(", ")));
     }
-    Ok(all().into_iter().filter(|c| filter.is_empty() || filter.iter().any(|f| f == c.name())).collect())
+    let mut codecs = Vec::new();
+    for codec in all() {
+        let is_wkdm = codec.name() == "wkdm";
+        if filter.is_empty() || filter.iter().any(|f| f == codec.name()) {
+            codecs.push(codec);
+        }
+        if is_wkdm && best.is_some_and(|b| filter.iter().any(|f| f == b)) {
+            codecs.extend(pinned_best().map(|c| Box::new(c) as Box<dyn PageCodec>));
+        }
+    }
+    Ok(codecs)
 }
 
-/// One codec by name.
+/// One codec by name, the dispatched WKdm path's own name included (see [`select`]).
 pub fn by_name(name: &str) -> Option<Box<dyn PageCodec>> {
-    all().into_iter().find(|c| c.name() == name)
+    all()
+        .into_iter()
+        .find(|c| c.name() == name)
+        .or_else(|| pinned_best().filter(|c| c.name() == name).map(|c| Box::new(c) as Box<dyn PageCodec>))
 }
 
 #[cfg(test)]
@@ -163,6 +185,16 @@ mod tests {
         assert!(select(&["nope".into()]).err().is_some_and(|e| e.contains("known: raw")));
         assert!(by_name("zstd-1").is_some());
         assert!(by_name("lz4-page").is_some() && by_name("zstd").is_some());
+    }
+
+    #[test]
+    fn the_dispatched_path_is_selectable_by_its_own_name() {
+        let best = WkdmPath::new(wkdm::Isa::best()).expect("the best path is available").name();
+        let picked = select(&["lz4".into(), best.into(), "wkdm".into()]).unwrap();
+        let picked: Vec<_> = picked.iter().map(|c| c.name()).collect();
+        assert_eq!(picked, ["wkdm", best, "lz4"]);
+        assert_eq!(by_name(best).map(|c| c.name()), Some(best));
+        assert_eq!(select(&[best.into()]).unwrap().len(), 1);
     }
 
     #[test]
