@@ -136,16 +136,17 @@ fn pinned_best() -> Option<WkdmPath> {
     WkdmPath::new(wkdm::Isa::best())
 }
 
-/// The codecs named in `filter` (all when empty), in table order; a name of the dispatched
-/// WKdm path (see [`pinned_best`]) comes right after `wkdm`.
+/// The codecs named in `filter` (all when empty), in table order; the dispatched WKdm path
+/// under its own name (`wkdm-avx2` on a CPU whose best path is AVX2) comes right after `wkdm`.
 ///
 /// # Errors
 ///
 /// Names the unknown codec and lists the known ones.
 pub fn select(filter: &[String]) -> Result<Vec<Box<dyn PageCodec>>, String> {
-    let known = names();
+    let mut known = names();
     let best = pinned_best().map(|c| c.name()).filter(|n| !known.contains(n));
-    if let Some(bad) = filter.iter().find(|f| !known.contains(&f.as_str()) && best != Some(f.as_str())) {
+    known.extend(best);
+    if let Some(bad) = filter.iter().find(|f| !known.contains(&f.as_str())) {
         return Err(format!("unknown codec {bad:?}; known: {}", known.join(", ")));
     }
     let mut codecs = Vec::new();
@@ -195,6 +196,7 @@ mod tests {
         assert_eq!(picked, ["wkdm", best, "lz4"]);
         assert_eq!(by_name(best).map(|c| c.name()), Some(best));
         assert_eq!(select(&[best.into()]).unwrap().len(), 1);
+        assert!(select(&["nope".into()]).err().is_some_and(|e| e.contains(best)));
     }
 
     #[test]
