@@ -10,14 +10,14 @@
 //! kernel that left-packs 4, 8 or 16 lanes at a time. The decisions and the stream writer are
 //! the scalar compressor's ([`compress::finish`]), so every path writes the same bytes.
 //!
-//! The AVX2 and SSE4.1 kernels replay the scalar way themselves, one 16-word group ahead of
-//! the group they classify (`arch::classify` with `REPLAY`; their path has no replay pass):
-//! the core then overlaps the replay's
-//! loads and stores with the vector classification, which two passes over the page ran one
-//! after the other. The replay stays a group ahead so that no group is classified right
-//! after its `prev` and slots were stored (docs/perf/wkdm.md). AVX-512 replays in
-//! registers in a pass of its own; NEON keeps two passes (no aarch64 hardware has timed the
-//! interleaved order).
+//! The AVX2 and SSE4.1 kernels replay the scalar way themselves, two (AVX2) or one (SSE4.1)
+//! 16-word groups ahead of the group they classify (`arch::classify` with its `AHEAD`; their
+//! path has no replay pass): the core then overlaps the replay's loads and stores with the
+//! vector classification, which two passes over the page ran one after the other. The
+//! replay stays ahead so that no group is classified right after its `prev` and slots were
+//! stored, the AVX2 kernel by two groups, which measured faster than one on AMD Zen 3
+//! (docs/perf/wkdm.md). AVX-512 replays in registers in a pass of its own; NEON keeps two
+//! passes (no aarch64 hardware has timed the interleaved order).
 
 use pagecodec::CompressError;
 

@@ -14,16 +14,16 @@ use super::lanes::Lanes;
 /// for `page` (`4 * W` bytes, little-endian words). The items of zero words are stale and
 /// must not affect the result: zero lanes are masked out of every hit, miss and partial.
 ///
-/// With `REPLAY` it fills them itself, continuing from `dict`: the first group of the page
-/// first, then, before classifying each group, the next one, so that no group is
-/// classified right after its items were stored (`pipeline`); without, `dict` is not
-/// used.
+/// With `AHEAD` above 0 it fills them itself, continuing from `dict`: the first `AHEAD`
+/// groups of the page first, then, before classifying each group, the one `AHEAD` groups
+/// on, so that no group is classified right after its items were stored (`pipeline`); with
+/// `AHEAD` 0 (a path that replays in a pass of its own), `dict` is not used.
 ///
 /// # Safety
 ///
 /// The CPU must have the instruction set of `V`.
 #[inline(always)]
-pub(crate) unsafe fn classify<V: Lanes, const W: usize, const REPLAY: bool>(
+pub(crate) unsafe fn classify<V: Lanes, const W: usize, const AHEAD: usize>(
     page: &[u8],
     s: &mut Scratch<W>,
     dict: &mut [u32; 256],
@@ -37,12 +37,13 @@ pub(crate) unsafe fn classify<V: Lanes, const W: usize, const REPLAY: bool>(
     let indices = s.indices.as_mut_ptr();
     let lows = s.lows.as_mut_ptr();
     let (mut m, mut h, mut p) = (counts.misses, counts.hits, counts.partials);
-    if REPLAY && groups.start == 0 {
-        pipeline::recurrence::<W>(page, &mut s.prev, &mut s.slots, dict, 0..1);
+    if AHEAD > 0 && groups.start == 0 {
+        pipeline::recurrence::<W>(page, &mut s.prev, &mut s.slots, dict, 0..AHEAD.min(W / 16));
     }
     for group in groups {
-        if REPLAY && group + 1 < W / 16 {
-            pipeline::recurrence::<W>(page, &mut s.prev, &mut s.slots, dict, group + 1..group + 2);
+        let next = group + AHEAD;
+        if AHEAD > 0 && next < W / 16 {
+            pipeline::recurrence::<W>(page, &mut s.prev, &mut s.slots, dict, next..next + 1);
         }
         let (mut low_bits, mut high_bits) = (0u32, 0u32);
         for step in 0..16 / V::LANES {

@@ -107,7 +107,7 @@ pub(crate) unsafe fn classify<const W: usize>(
     counts: Counts,
 ) -> KernelResult {
     // SAFETY: NEON is enabled here, all that `Neon` uses.
-    unsafe { classify::classify::<Neon, W, false>(page, s, dict, early_abort, groups, counts) }
+    unsafe { classify::classify::<Neon, W, 0>(page, s, dict, early_abort, groups, counts) }
 }
 
 /// `tbl` controls that spread byte `4j + l / 4` of a vector to byte `l` (lane `l / 4` of

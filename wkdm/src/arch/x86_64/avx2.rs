@@ -319,8 +319,11 @@ pub(crate) unsafe fn classify<const W: usize>(
     groups: Range<usize>,
     counts: Counts,
 ) -> KernelResult {
+    // The replay two groups ahead: its `prev` stores then have longer to complete before the
+    // kernel's vector loads read them, which made the compressor faster than one group on
+    // AMD Zen 3 (docs/perf/wkdm.md, "Replay distance").
     // SAFETY: AVX2 and BMI2 are enabled here, all that `Avx2` uses.
-    unsafe { classify::classify::<Avx2, W, true>(page, s, dict, early_abort, groups, counts) }
+    unsafe { classify::classify::<Avx2, W, 2>(page, s, dict, early_abort, groups, counts) }
 }
 
 /// The `vpermd` indices that move lane `j` of a packed vector to the `j`-th lane selected

@@ -528,7 +528,7 @@ pub(crate) unsafe fn classify<const W: usize>(
     counts: Counts,
 ) -> KernelResult {
     // SAFETY: the instruction sets `Avx512` uses are enabled here.
-    unsafe { classify::classify::<Avx512, W, false>(page, s, dict, early_abort, groups, counts) }
+    unsafe { classify::classify::<Avx512, W, 0>(page, s, dict, early_abort, groups, counts) }
 }
 
 #[cfg(test)]

@@ -131,6 +131,8 @@ pub(crate) unsafe fn classify<const W: usize>(
     groups: Range<usize>,
     counts: Counts,
 ) -> KernelResult {
+    // The replay one group ahead: two, as AVX2's, measured no faster here
+    // (docs/perf/wkdm.md, "Replay distance").
     // SAFETY: SSE4.1 and SSSE3 are enabled here, all that `Sse41` uses.
-    unsafe { classify::classify::<Sse41, W, true>(page, s, dict, early_abort, groups, counts) }
+    unsafe { classify::classify::<Sse41, W, 1>(page, s, dict, early_abort, groups, counts) }
 }
