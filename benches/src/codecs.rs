@@ -129,45 +129,41 @@ pub fn names() -> Vec<&'static str> {
     all().iter().map(|c| c.name()).collect()
 }
 
-/// WKdm pinned to the path `wkdm` dispatches to, under that path's name (`wkdm-avx2` on a
-/// CPU whose best path is AVX2): not in [`all`], where `wkdm` already measures it, but
-/// selectable by name, so that a command naming a path runs on every CPU that has it.
-fn pinned_best() -> Option<WkdmPath> {
-    WkdmPath::new(wkdm::Isa::best())
+/// Every codec a name selects: [`all`], and right after `wkdm` the path it dispatches to
+/// under that path's own name (`wkdm-avx2` on a CPU whose best path is AVX2), which `all`
+/// leaves out because `wkdm` already measures it; so a command naming a path runs on every
+/// CPU that has it.
+fn selectable() -> Vec<Box<dyn PageCodec>> {
+    let mut codecs = all();
+    let at = codecs.iter().position(|c| c.name() == "wkdm").map_or(codecs.len(), |k| k + 1);
+    if let Some(best) = WkdmPath::new(wkdm::Isa::best()) {
+        codecs.insert(at, Box::new(best));
+    }
+    codecs
 }
 
-/// The codecs named in `filter` (all when empty), in table order; the dispatched WKdm path
-/// under its own name (`wkdm-avx2` on a CPU whose best path is AVX2) comes right after `wkdm`.
+/// The codecs named in `filter`, in table order, where the path `wkdm` dispatches to is also
+/// known by its own name (`wkdm-avx2` on a CPU whose best path is AVX2), right after `wkdm`;
+/// all of [`all`] when `filter` is empty.
 ///
 /// # Errors
 ///
 /// Names the unknown codec and lists the known ones.
 pub fn select(filter: &[String]) -> Result<Vec<Box<dyn PageCodec>>, String> {
-    let mut known = names();
-    let best = pinned_best().map(|c| c.name()).filter(|n| !known.contains(n));
-    known.extend(best);
-    if let Some(bad) = filter.iter().find(|f| !known.contains(&f.as_str())) {
+    if filter.is_empty() {
+        return Ok(all());
+    }
+    let codecs = selectable();
+    if let Some(bad) = filter.iter().find(|f| !codecs.iter().any(|c| c.name() == f.as_str())) {
+        let known: Vec<_> = codecs.iter().map(|c| c.name()).collect();
         return Err(format!("unknown codec {bad:?}; known: {}", known.join(", ")));
     }
-    let mut codecs = Vec::new();
-    for codec in all() {
-        let is_wkdm = codec.name() == "wkdm";
-        if filter.is_empty() || filter.iter().any(|f| f == codec.name()) {
-            codecs.push(codec);
-        }
-        if is_wkdm && best.is_some_and(|b| filter.iter().any(|f| f == b)) {
-            codecs.extend(pinned_best().map(|c| Box::new(c) as Box<dyn PageCodec>));
-        }
-    }
-    Ok(codecs)
+    Ok(codecs.into_iter().filter(|c| filter.iter().any(|f| f == c.name())).collect())
 }
 
 /// One codec by name, the dispatched WKdm path's own name included (see [`select`]).
 pub fn by_name(name: &str) -> Option<Box<dyn PageCodec>> {
-    all()
-        .into_iter()
-        .find(|c| c.name() == name)
-        .or_else(|| pinned_best().filter(|c| c.name() == name).map(|c| Box::new(c) as Box<dyn PageCodec>))
+    selectable().into_iter().find(|c| c.name() == name)
 }
 
 #[cfg(test)]
