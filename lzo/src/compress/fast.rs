@@ -270,6 +270,7 @@ mod tests {
 
     use pagecodec::testing::{PageClass, Rng, generate};
 
+    use super::super::page::match_len;
     use super::super::page::tests::{
         check_exact_budgets, check_round_trips_and_history, pages, round_trip_matches_with,
     };
@@ -331,9 +332,22 @@ mod tests {
 
     #[test]
     fn the_next_probe_is_the_first_probed_position_at_or_after_the_match_end() {
-        // Every length from 4 to 40 (each tail of the first compare and of the extension
-        // loop's), at a probed position: the length as measured byte by byte, the next probe
-        // the length rounded up to the stride.
+        // The length is the page compressor's `match_len`, and the next probe the end rounded
+        // up to the stride: for every length from 4 to 40 (each tail of the first compare and
+        // of the extension loop's), and for matches the scan stops near IP_END.
+        fn check(page: &[u8; PAGE_SIZE], ip: usize, m_pos: usize) -> usize {
+            // SAFETY: m_pos < ip < IP_END (the callers'), so both 8-byte reads are in the page.
+            let diff = unsafe { le64(page, ip) ^ le64(page, m_pos) };
+            assert_eq!(diff as u32, 0, "at {ip}");
+            // SAFETY: m_pos < ip < IP_END, ip is a multiple of STRIDE (the callers'), and the
+            // low 4 bytes of `diff` are zero (asserted).
+            let (len, next) = unsafe { match_len_and_next(page, ip, m_pos, diff) };
+            // SAFETY: as for the call above.
+            let expected = unsafe { match_len(page, ip, m_pos, diff) };
+            assert_eq!(len, expected, "at {ip}");
+            assert_eq!(next, (ip + len).next_multiple_of(STRIDE), "at {ip}");
+            len
+        }
         let mut rng = Rng::new(31);
         for len in 4..=40 {
             let mut page = [0u8; PAGE_SIZE];
@@ -342,10 +356,11 @@ mod tests {
             let copy: [u8; 40] = page[m_pos..m_pos + 40].try_into().unwrap();
             page[ip..ip + len].copy_from_slice(&copy[..len]);
             page[ip + len] = !page[m_pos + len];
-            // SAFETY: m_pos < ip < IP_END, ip is a multiple of STRIDE, and the first 4 bytes
-            // agree (len >= 4), so the low 4 bytes of the XOR are zero.
-            let got = unsafe { match_len_and_next(&page, ip, m_pos, le64(&page, ip) ^ le64(&page, m_pos)) };
-            assert_eq!(got, (len, (ip + len).next_multiple_of(STRIDE)), "length {len}");
+            assert_eq!(check(&page, ip, m_pos), len);
+        }
+        let zeros = [0u8; PAGE_SIZE];
+        for ip in (IP_END - 40..IP_END).step_by(STRIDE) {
+            assert!(ip + check(&zeros, ip, ip - 36) >= IP_END, "at {ip}");
         }
     }
 
