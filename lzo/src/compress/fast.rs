@@ -249,20 +249,18 @@ fn opaque(ip: usize) -> usize {
 
 /// Marks the arm it is called in as one the compiler must keep a branch, not fold into a
 /// select with its sibling: a select would make the result wait for the condition's data,
-/// which is what [`match_len_and_next`] avoids.
-#[cfg(all(any(target_arch = "x86_64", target_arch = "aarch64"), not(miri)))]
+/// which is what [`match_len_and_next`] avoids. Nothing on other targets and under Miri,
+/// as [`opaque`].
 #[inline(always)]
 fn keep_branch() {
     // SAFETY: an empty assembly block that reads and writes no memory and keeps the stack
     // and the flags; not `pure`, so the compiler neither moves it out of its arm nor
     // executes it where the arm is not taken.
-    unsafe { core::arch::asm!("", options(nomem, nostack, preserves_flags)) };
+    #[cfg(all(any(target_arch = "x86_64", target_arch = "aarch64"), not(miri)))]
+    unsafe {
+        core::arch::asm!("", options(nomem, nostack, preserves_flags))
+    };
 }
-
-/// Nothing (no assembly barrier on this target or under Miri).
-#[cfg(not(all(any(target_arch = "x86_64", target_arch = "aarch64"), not(miri))))]
-#[inline(always)]
-fn keep_branch() {}
 
 #[cfg(test)]
 mod tests {
