@@ -1,9 +1,9 @@
 //! The SIMD decoders' two stages after validation.
 //!
 //! 1. Stage 1 (vector): expands the misses and low bits into their words of the page (0
-//!    elsewhere) and writes, per word, a *route* byte, the dictionary slot it reads and
-//!    writes (the hit's index, the miss's hashed slot, or [`ZERO_ROUTE`] for a zero
-//!    word), and a *keep* mask, the bits of that entry it keeps (by tag, see
+//!    elsewhere) and writes, per word, a *route* byte, the dictionary entries it reads and
+//!    writes (the hit's index, the miss's hashed slot, or [`ZERO_ROUTE`] for a zero word;
+//!    see [`MISS_ROUTE`]), and a *keep* mask, the bits of that entry it keeps (by tag, see
 //!    [`KEEP`](crate::decompress::KEEP)). AVX2 runs [`expand_and_chain`], written over
 //!    [`Expand`]; NEON has its own, 16 words per step (`aarch64::neon`).
 //! 2. The chain (scalar): the dictionary recurrence `d = dict[slot]; w = (d & keep) |
@@ -30,11 +30,12 @@
 //! look them up per word: that took its loop from 10 instructions per word to 8 and the
 //! decoder's time down 3-4% on captured pages (SPEC.md section 4).
 //!
-//! The recurrence is one store-to-load chain only between words of the same slot. An
-//! earlier version split the page into 8 interleaved chains, each from an unknown
-//! dictionary with taint bits, and fixed the tainted words up in a third, vector stage; with
-//! zero words skipped, the single chain is faster on python pages and as fast on node
-//! pages (SPEC.md section 4).
+//! The recurrence is one store-to-load chain only between words of the same slot, and on
+//! AVX2 only through hits: a MISS or zero word reads an entry no word writes
+//! ([`MISS_ROUTE`]). An earlier version split the page into 8 interleaved chains, each from
+//! an unknown dictionary with taint bits, and fixed the tainted words up in a third, vector
+//! stage; with zero words skipped, the single chain is faster on python pages and as fast
+//! on node pages (SPEC.md section 4).
 
 #[cfg(target_arch = "x86_64")]
 use crate::decompress::Validated;
@@ -44,10 +45,27 @@ use crate::scratch::Scratch;
 #[cfg(target_arch = "x86_64")]
 use super::lanes::Lanes;
 
-/// The route of a zero word: the chain's dump entry, which absorbs its load and store. All
-/// five bits a route uses are set, so that a route can be formed by AND-ing a hit's index
-/// and a miss's slot with this value standing for "not selected".
-pub(crate) const ZERO_ROUTE: u8 = 31;
+/// The route of a zero word. A route names two dictionary entries: the one the word reads
+/// (the whole byte) and, where the chain splits routes (AVX2), the one it writes (the byte's
+/// [`STORE_BITS`]); a zero word reads entry 63 and writes the dump entry 31, which no word
+/// reads. All six bits a route uses are set, so that a route can be formed by AND-ing a
+/// hit's index and a miss's route with this value standing for "not selected".
+pub(crate) const ZERO_ROUTE: u8 = 63;
+
+/// Set in the route of a MISS word by AVX2's stage 1: the word reads entry `32 + slot`,
+/// which no word writes, and writes its slot.
+///
+/// A MISS word's value does not depend on the entry it reads (its keep mask is 0), but the
+/// core waits for the load that the chain's `&` reads all the same; read from its own slot,
+/// each miss waited for the store of the word before it in that slot. Read from an entry no
+/// word writes, it waits for none, and the store-to-load chain runs only from word to word
+/// of one slot through hits. That made the decoder faster on captured pages in both orders
+/// (docs/perf/wkdm.md, "Misses and zero words off the chain").
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(crate) const MISS_ROUTE: u8 = 32;
+
+/// The bits of a route that name the entry the word writes.
+const STORE_BITS: u8 = 31;
 
 /// What the SIMD decoder ([`super::expand`]) needs beyond [`Lanes`], 8 lanes wide.
 ///
@@ -101,7 +119,8 @@ pub(crate) trait Expand: Lanes {
     /// `tags` is valid for reads of `LANES` bytes, each below 4.
     unsafe fn keep_masks(tags: *const u8) -> Self;
 
-    /// Writes the dictionary slot of each word of `misses` to `slots` (the same length).
+    /// Writes the route of each word of `misses` to `slots` (the same length): its
+    /// dictionary slot with [`MISS_ROUTE`] set.
     ///
     /// # Safety
     ///
@@ -153,11 +172,11 @@ pub(crate) fn chain<const W: usize>(zeros: usize, s: &Scratch<W>, preload: u32, 
     let mut dict = new_dictionary(preload);
     if skips_zeros::<W>(zeros) {
         for group in 0..W / 16 {
-            chain_group::<W, true>(&mut dict, s, group, page);
+            chain_group::<W, true, false>(&mut dict, s, group, page);
         }
     } else {
         for group in 0..W / 16 {
-            chain_group::<W, false>(&mut dict, s, group, page);
+            chain_group::<W, false, false>(&mut dict, s, group, page);
         }
     }
 }
@@ -199,9 +218,9 @@ unsafe fn expand_and_chain<V: Expand, const W: usize, const SKIP: bool>(
             step::<V, W>(s, page, &mut at);
             step::<V, W>(s, page, &mut at);
         }
-        chain_group::<W, SKIP>(&mut dict, s, group - 1, page);
+        chain_group::<W, SKIP, true>(&mut dict, s, group - 1, page);
     }
-    chain_group::<W, SKIP>(&mut dict, s, W / 16 - 1, page);
+    chain_group::<W, SKIP, true>(&mut dict, s, W / 16 - 1, page);
 }
 
 /// Where stage 1 stands: the next word, and how many misses, low bits and indices the
@@ -263,9 +282,10 @@ fn new_dictionary(preload: u32) -> [u32; 256] {
 /// each MISS word, the low bits of each PARTIAL word and 0 elsewhere, `s.word_routes` each
 /// word's route and `s.keeps` its keep mask; every word's value replaces them. With `SKIP`
 /// zero words are branched past (their 0 is already in the page); without, they run
-/// through the dump entry like the others.
+/// through the chain like the others. With `SPLIT` a word writes the entry its route's
+/// [`STORE_BITS`] name (see [`MISS_ROUTE`]); without, the entry it reads.
 #[inline(always)]
-fn chain_group<const W: usize, const SKIP: bool>(
+fn chain_group<const W: usize, const SKIP: bool, const SPLIT: bool>(
     dict: &mut [u32; 256],
     s: &Scratch<W>,
     group: usize,
@@ -278,10 +298,9 @@ fn chain_group<const W: usize, const SKIP: bool>(
         if SKIP && route == ZERO_ROUTE {
             continue;
         }
-        let slot = usize::from(route);
         let value = format::le32(word);
-        let w = (dict[slot] & keep) | value;
-        dict[slot] = w;
+        let w = (dict[usize::from(route)] & keep) | value;
+        dict[usize::from(if SPLIT { route & STORE_BITS } else { route })] = w;
         word.copy_from_slice(&w.to_le_bytes());
     }
 }

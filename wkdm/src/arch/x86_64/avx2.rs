@@ -16,7 +16,7 @@ use crate::pipeline::KernelResult;
 use crate::scratch::Scratch;
 use pagecodec::DecompressError;
 
-use super::super::expand::{Expand, ZERO_ROUTE};
+use super::super::expand::{Expand, MISS_ROUTE, ZERO_ROUTE};
 use super::super::lanes::Lanes;
 use super::super::{classify, expand};
 
@@ -220,8 +220,8 @@ impl Expand for Avx2 {
         // at `dst`, and AVX2; `ROUTE_ORDER` has an entry past every mask & 0xFF.
         unsafe {
             // Bytes 8-15 of each source are ZERO_ROUTE, which unselected lanes take: AND-ed
-            // with the other source's byte (an index or slot below 16, or ZERO_ROUTE again)
-            // it leaves that byte.
+            // with the other source's byte (an index below 16, a miss's route, or ZERO_ROUTE
+            // again) it leaves that byte.
             let fill = _mm_set_epi64x(i64::from_ne_bytes([ZERO_ROUTE; 8]), 0);
             let expand = |src: *const u8, mask: u32| {
                 let order = _mm_loadu_si128(ROUTE_ORDER.as_ptr().add((mask & 0xFF) as usize).cast());
@@ -281,13 +281,14 @@ impl Expand for Avx2 {
             while k + 4 <= n {
                 let slot = |j: usize| {
                     *format::SLOT.get_unchecked(_bextr_u32(*src.add(k + j), format::LOW_BITS, 8) as usize)
+                        | MISS_ROUTE
                 };
                 let (a, b, c, d) = (slot(0), slot(1), slot(2), slot(3));
                 dst.add(k).cast::<[u8; 4]>().write([a, b, c, d]);
                 k += 4;
             }
             while k < n {
-                *dst.add(k) = format::slot(*src.add(k)) as u8;
+                *dst.add(k) = format::slot(*src.add(k)) as u8 | MISS_ROUTE;
                 k += 1;
             }
         }

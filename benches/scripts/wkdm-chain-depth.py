@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""The longest chain of dependent words in WKdm's AVX2 decoder chain, per page.
+
+    wkdm-chain-depth.py CORPUS.pages... [--pages N]
+
+The chain runs `d = dict[read]; w = (d & keep) | value; dict[write] = w` over a page's
+words in order. A word depends on the last earlier word that wrote the entry it reads;
+a chain of such words is a chain of store-to-load forwards the core cannot overlap. For N
+pages of each corpus (evenly spaced, default 300; 4 KiB pages, little-endian words, the
+dictionary preloaded with 1 as XNU's), prints the mean over pages of the longest such
+chain, in words, for three ways of routing the words:
+
+- one entry: every word reads and writes its slot, zero words the dump entry (the decoder
+  before MISS and zero words were routed apart);
+- split: MISS and zero words read entries no word writes (the kept decoder);
+- per kind: also partial hits read an entry only misses write, exact hits one only misses
+  and partial hits write (measured and not kept; docs/perf/wkdm.md).
+
+Words the chain branches past (pages with more than a third zero words) are left out. A
+model of dependences, not a measurement of time.
+"""
+import struct
+import sys
+from pathlib import Path
+
+FORMAT = Path(__file__).resolve().parents[2] / "wkdm" / "src" / "format.rs"
+
+
+def slots():
+    """SLOT[] of wkdm/src/format.rs: the HASH table divided by 4."""
+    text = FORMAT.read_text()
+    start = text.index("HASH: [u8; 256] = [")
+    body = text[text.index("[", start + 12) + 1 : text.index("];", start)]
+    values = [int(v) for v in body.replace(",", " ").split()]
+    assert len(values) == 256, "HASH has 256 entries"
+    return [v // 4 for v in values]
+
+
+def depths(words, slot_of):
+    """The longest chain of the page under each routing: (one entry, split, per kind)."""
+    dictionary = [1] * 16
+    skip = 3 * words.count(0) > len(words)
+    one, split = [0] * 17, [0] * 17
+    by_miss, by_def = [0] * 16, [0] * 16
+    longest = [0, 0, 0]
+    for w in words:
+        if w == 0:
+            if skip:
+                continue
+            entry, kind = 16, "zero"
+        else:
+            entry = slot_of[(w >> 10) & 0xFF]
+            d = dictionary[entry]
+            kind = "exact" if d == w else "partial" if d >> 10 == w >> 10 else "miss"
+            dictionary[entry] = w
+        one[entry] += 1
+        split[entry] = 1 if kind in ("miss", "zero") else split[entry] + 1
+        if kind in ("miss", "zero"):
+            k = 1
+            if kind == "miss":
+                by_miss[entry] = by_def[entry] = 1
+        elif kind == "partial":
+            k = by_def[entry] = by_miss[entry] + 1
+        else:
+            k = by_def[entry] + 1
+        longest = [max(longest[0], one[entry]), max(longest[1], split[entry]), max(longest[2], k)]
+    return longest
+
+
+def main():
+    args = sys.argv[1:]
+    pages = 300
+    if "--pages" in args:
+        i = args.index("--pages")
+        pages = int(args[i + 1])
+        del args[i : i + 2]
+    if not args:
+        sys.exit(__doc__)
+    slot_of = slots()
+    print(f"{'corpus':<24} {'pages':>5} {'one entry':>10} {'split':>8} {'per kind':>9}")
+    for path in args:
+        data = Path(path).read_bytes()
+        total = len(data) // 4096
+        if total == 0:
+            sys.exit(f"wkdm-chain-depth: {path} holds no whole 4 KiB page")
+        step = max(1, total // pages)
+        sums, n = [0, 0, 0], 0
+        for p in range(0, total, step)[:pages]:
+            words = list(struct.unpack("<1024I", data[p * 4096 : (p + 1) * 4096]))
+            sums = [s + d for s, d in zip(sums, depths(words, slot_of))]
+            n += 1
+        print(f"{Path(path).name:<24} {n:>5} {sums[0] / n:>10.0f} {sums[1] / n:>8.0f} {sums[2] / n:>9.0f}")
+
+
+if __name__ == "__main__":
+    main()
