@@ -8,11 +8,12 @@ words in order. A word depends on the last earlier word that wrote the entry it 
 a chain of such words is a chain of store-to-load forwards the core cannot overlap. For N
 pages of each corpus (evenly spaced, default 300; 4 KiB pages, little-endian words, the
 dictionary preloaded with 1 as XNU's), prints the mean over pages of the longest such
-chain, in words, for three ways of routing the words:
+chain, in words, for four ways of routing the words:
 
 - one entry: every word reads and writes its slot, zero words the dump entry (the decoder
   before MISS and zero words were routed apart);
 - split: MISS and zero words read entries no word writes (the kept decoder);
+- exact dumped: also exact hits write an entry no word reads (measured and not kept);
 - per kind: also partial hits read an entry only misses write, exact hits one only misses
   and partial hits write (measured and not kept; docs/perf/wkdm.md).
 
@@ -37,12 +38,13 @@ def slots():
 
 
 def depths(words, slot_of):
-    """The longest chain of the page under each routing: (one entry, split, per kind)."""
+    """The longest chain of the page under each routing: (one entry, split, exact dumped,
+    per kind)."""
     dictionary = [1] * 16
     skip = 3 * words.count(0) > len(words)
     one, split = [0] * 17, [0] * 17
-    by_miss, by_def = [0] * 16, [0] * 16
-    longest = [0, 0, 0]
+    by_miss, by_def, dumped = [0] * 16, [0] * 16, [0] * 17
+    longest = [0, 0, 0, 0]
     for w in words:
         if w == 0:
             if skip:
@@ -56,6 +58,12 @@ def depths(words, slot_of):
         one[entry] += 1
         split[entry] = 1 if kind in ("miss", "zero") else split[entry] + 1
         if kind in ("miss", "zero"):
+            x = dumped[entry] = 1
+        elif kind == "partial":
+            x = dumped[entry] = dumped[entry] + 1
+        else:
+            x = dumped[entry] + 1
+        if kind in ("miss", "zero"):
             k = 1
             if kind == "miss":
                 by_miss[entry] = by_def[entry] = 1
@@ -63,7 +71,12 @@ def depths(words, slot_of):
             k = by_def[entry] = by_miss[entry] + 1
         else:
             k = by_def[entry] + 1
-        longest = [max(longest[0], one[entry]), max(longest[1], split[entry]), max(longest[2], k)]
+        longest = [
+            max(longest[0], one[entry]),
+            max(longest[1], split[entry]),
+            max(longest[2], x),
+            max(longest[3], k),
+        ]
     return longest
 
 
@@ -72,24 +85,32 @@ def main():
     pages = 300
     if "--pages" in args:
         i = args.index("--pages")
+        if i + 1 >= len(args) or not args[i + 1].isdigit() or int(args[i + 1]) == 0:
+            sys.exit("wkdm-chain-depth: --pages needs a number above 0")
         pages = int(args[i + 1])
         del args[i : i + 2]
     if not args:
         sys.exit(__doc__)
     slot_of = slots()
-    print(f"{'corpus':<24} {'pages':>5} {'one entry':>10} {'split':>8} {'per kind':>9}")
+    heads = ("one entry", "split", "exact dumped", "per kind")
+    widths = (10, 8, 13, 9)
+    print(f"{'corpus':<24} {'pages':>5} " + " ".join(f"{h:>{w}}" for h, w in zip(heads, widths)))
     for path in args:
+        if not Path(path).is_file():
+            sys.exit(f"wkdm-chain-depth: no page file {path}")
         data = Path(path).read_bytes()
         total = len(data) // 4096
         if total == 0:
             sys.exit(f"wkdm-chain-depth: {path} holds no whole 4 KiB page")
         step = max(1, total // pages)
-        sums, n = [0, 0, 0], 0
+        sums, n = [0, 0, 0, 0], 0
         for p in range(0, total, step)[:pages]:
             words = list(struct.unpack("<1024I", data[p * 4096 : (p + 1) * 4096]))
             sums = [s + d for s, d in zip(sums, depths(words, slot_of))]
             n += 1
-        print(f"{Path(path).name:<24} {n:>5} {sums[0] / n:>10.0f} {sums[1] / n:>8.0f} {sums[2] / n:>9.0f}")
+        means = [v / n for v in sums]
+        cells = " ".join(f"{m:>{w}.0f}" for m, w in zip(means, widths))
+        print(f"{Path(path).name:<24} {n:>5} {cells}")
 
 
 if __name__ == "__main__":
