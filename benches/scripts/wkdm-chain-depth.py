@@ -55,21 +55,20 @@ def depths(words, slot_of):
             d = dictionary[entry]
             kind = "exact" if d == w else "partial" if d >> 10 == w >> 10 else "miss"
             dictionary[entry] = w
+        # Each model's chain length at this word; a word that reads an entry no word
+        # writes starts a chain of 1.
         one[entry] += 1
-        split[entry] = 1 if kind in ("miss", "zero") else split[entry] + 1
         if kind in ("miss", "zero"):
-            x = dumped[entry] = 1
-        elif kind == "partial":
-            x = dumped[entry] = dumped[entry] + 1
-        else:
-            x = dumped[entry] + 1
-        if kind in ("miss", "zero"):
-            k = 1
+            split[entry] = dumped[entry] = x = k = 1
             if kind == "miss":
                 by_miss[entry] = by_def[entry] = 1
         elif kind == "partial":
+            split[entry] += 1
+            x = dumped[entry] = dumped[entry] + 1
             k = by_def[entry] = by_miss[entry] + 1
         else:
+            split[entry] += 1
+            x = dumped[entry] + 1
             k = by_def[entry] + 1
         longest = [
             max(longest[0], one[entry]),
@@ -91,13 +90,14 @@ def main():
         del args[i : i + 2]
     if not args:
         sys.exit(__doc__)
+    for path in args:
+        if not Path(path).is_file():
+            sys.exit(f"wkdm-chain-depth: no page file {path}")
     slot_of = slots()
     heads = ("one entry", "split", "exact dumped", "per kind")
     widths = (10, 8, 13, 9)
     print(f"{'corpus':<24} {'pages':>5} " + " ".join(f"{h:>{w}}" for h, w in zip(heads, widths)))
     for path in args:
-        if not Path(path).is_file():
-            sys.exit(f"wkdm-chain-depth: no page file {path}")
         data = Path(path).read_bytes()
         total = len(data) // 4096
         if total == 0:

@@ -269,9 +269,11 @@ impl Expand for Avx2 {
 
     #[inline(always)]
     unsafe fn hash_slots(misses: &[u32], slots: &mut [u8]) {
-        // BMI1 `bextr` takes the hash byte out of the word straight from memory: with the
-        // table load and the byte store, 3 instructions per miss and no vector inserts
-        // (the compiler's vectorised loop took 37 per 8 misses; docs/perf/wkdm.md).
+        // BMI1 `bextr` takes the hash byte out of the word straight from memory, then one
+        // table load per miss (the compiler's vectorised loop took 37 instructions per 8
+        // misses). With the OR of MISS_ROUTE the compiler packs each 4 routes into one
+        // 4-byte store with vector inserts; a table of routes, which leaves 4 byte stores,
+        // measured slower (docs/perf/wkdm.md, "Misses and zero words off the chain").
         let n = misses.len().min(slots.len());
         let (src, dst) = (misses.as_ptr(), slots.as_mut_ptr());
         // SAFETY: the caller guarantees BMI1; `bextr` takes 8 bits, an index below 256 =
