@@ -67,7 +67,13 @@ pub(crate) const SLOT: [u8; 256] = {
 /// The dictionary slot of a word: `HASH[(w >> 10) & 0xFF] / 4`.
 #[inline(always)]
 pub(crate) fn slot(word: u32) -> usize {
-    SLOT[((word >> LOW_BITS) & 0xFF) as usize] as usize
+    SLOT[hash_index(word)] as usize
+}
+
+/// The index into [`SLOT`] of `word`'s slot: its hash byte, bits 10-17.
+#[inline(always)]
+pub(crate) fn hash_index(word: u32) -> usize {
+    ((word >> LOW_BITS) & 0xFF) as usize
 }
 
 /// The byte layout of one page size, in words of the page (`WORDS` = 1024 for 4 KiB,

@@ -326,7 +326,10 @@ impl<const WORDS: usize> WkdmCodec<WORDS> {
             #[cfg(target_arch = "x86_64")]
             Isa::Sse41 => Some((None, arch::x86_64::sse41::classify::<WORDS>)),
             #[cfg(target_arch = "aarch64")]
-            Isa::Neon => Some((Some(pipeline::recurrence::<WORDS>), arch::aarch64::neon::classify::<WORDS>)),
+            Isa::Neon => Some((
+                Some(pipeline::recurrence::<WORDS, arch::aarch64::neon::Neon>),
+                arch::aarch64::neon::classify::<WORDS>,
+            )),
             _ => None,
         }
     }

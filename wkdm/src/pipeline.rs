@@ -23,6 +23,7 @@ use pagecodec::CompressError;
 
 use core::ops::Range;
 
+use crate::arch::lanes::Lanes;
 use crate::compress::{self, Budget, Counts};
 use crate::format::{self, EARLY_ABORT_WORDS, Layout};
 use crate::scratch::Scratch;
@@ -33,16 +34,21 @@ use crate::{CompressOptions, Compressed};
 /// `dict`; 256 entries let any `u8` slot index the table without a bounds check.
 ///
 /// Zero words are skipped, so their `prev` items keep whatever an earlier call left there
-/// and their `slots` items are 0; the kernels never read them. Skipping costs a branch per word, yet it made
-/// the AVX2 compressor 20% faster on python pages (39% zero words) and 3% on node pages
-/// (11%) than storing zero words into a dummy entry (SPEC.md section 4): the branch
-/// follows regular patterns (the zero upper halves of small 64-bit values) and predicts
-/// well, and each skipped word saves three stores and a dictionary load.
+/// and their `slots` items are 0; the kernels never read them. Skipping costs a branch per
+/// word, yet it made the AVX2 compressor 20% faster on python pages (39% zero words) and 3%
+/// on node pages (11%) than storing zero words into a dummy entry (SPEC.md section 4): the
+/// branch follows regular patterns (the zero upper halves of small 64-bit values) and
+/// predicts well, and each skipped word saves two stores and a dictionary load.
 ///
 /// Always inlined: the interleaving kernels call it once per group, and as a call it made
 /// them slower than two passes.
+///
+/// # Safety
+///
+/// The CPU must have the instruction set of `V`, whose [`Lanes::hash_index`] takes each
+/// word's hash byte.
 #[inline(always)]
-pub(crate) fn recurrence<const W: usize>(
+pub(crate) unsafe fn recurrence<const W: usize, V: Lanes>(
     page: &[u8],
     prev: &mut [u32; W],
     slots: &mut [u8; W],
@@ -60,7 +66,8 @@ pub(crate) fn recurrence<const W: usize>(
         // with fewer, wider stores (docs/perf/wkdm.md, "Slots stored four at a time").
         let mut packed = [0u8; 4];
         for k in 0..4 {
-            packed[k] = replay_word(format::le32(&words[4 * k..]), &mut prev[k], dict);
+            // SAFETY: the caller guarantees V's instruction set.
+            packed[k] = unsafe { replay_word::<V>(format::le32(&words[4 * k..]), &mut prev[k], dict) };
         }
         slots.copy_from_slice(&packed);
     }
@@ -69,11 +76,16 @@ pub(crate) fn recurrence<const W: usize>(
 /// Replays one word: a non-zero word's `prev` and dictionary entry are written and its slot
 /// returned; a zero word writes nothing and returns 0 (a slot the kernels never read).
 #[inline(always)]
-fn replay_word(w: u32, prev: &mut u32, dict: &mut [u32; 256]) -> u8 {
+///
+/// # Safety
+///
+/// The CPU must have the instruction set of `V`.
+unsafe fn replay_word<V: Lanes>(w: u32, prev: &mut u32, dict: &mut [u32; 256]) -> u8 {
     if w == 0 {
         return 0;
     }
-    let slot = format::slot(w) as u8;
+    // SAFETY: the caller guarantees V's instruction set.
+    let slot = format::SLOT[unsafe { V::hash_index(w) } & 0xFF];
     *prev = dict[usize::from(slot)];
     dict[usize::from(slot)] = w;
     slot

@@ -38,12 +38,14 @@ pub(crate) unsafe fn classify<V: Lanes, const W: usize, const AHEAD: usize>(
     let lows = s.lows.as_mut_ptr();
     let (mut m, mut h, mut p) = (counts.misses, counts.hits, counts.partials);
     if AHEAD > 0 && groups.start == 0 {
-        pipeline::recurrence::<W>(page, &mut s.prev, &mut s.slots, dict, 0..AHEAD.min(W / 16));
+        // SAFETY: the caller guarantees V's instruction set.
+        unsafe { pipeline::recurrence::<W, V>(page, &mut s.prev, &mut s.slots, dict, 0..AHEAD.min(W / 16)) };
     }
     for group in groups {
         let next = group + AHEAD;
         if AHEAD > 0 && next < W / 16 {
-            pipeline::recurrence::<W>(page, &mut s.prev, &mut s.slots, dict, next..next + 1);
+            // SAFETY: the caller guarantees V's instruction set.
+            unsafe { pipeline::recurrence::<W, V>(page, &mut s.prev, &mut s.slots, dict, next..next + 1) };
         }
         let (mut low_bits, mut high_bits) = (0u32, 0u32);
         for step in 0..16 / V::LANES {

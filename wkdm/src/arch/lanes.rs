@@ -54,6 +54,13 @@ pub(crate) trait Lanes: Copy {
     /// `src` is valid for reads of 16 bytes and `dst` for writes of 16.
     unsafe fn store_packed_bytes(src: *const u8, mask: u32, dst: *mut u8);
 
+    /// The index into [`crate::format::SLOT`] of `word`'s slot (its hash byte), for the
+    /// kernels' dictionary replay.
+    #[inline(always)]
+    unsafe fn hash_index(word: u32) -> usize {
+        crate::format::hash_index(word)
+    }
+
     /// The stream tag word of 16 words from their tag-bit masks (see
     /// [`crate::format::tag_word`], the default).
     #[inline(always)]

@@ -127,6 +127,15 @@ impl Lanes for Avx2 {
     const LANES: usize = 8;
 
     #[inline(always)]
+    unsafe fn hash_index(word: u32) -> usize {
+        // One instruction for the copy, shift and mask of the replay's hottest line, which
+        // made the compressor measurably faster on AMD Zen 3 (docs/perf/wkdm.md, "Slots
+        // stored four at a time").
+        // SAFETY: the caller guarantees BMI1 (the AVX2 path's features).
+        unsafe { _bextr_u32(word, format::LOW_BITS, 8) as usize }
+    }
+
+    #[inline(always)]
     unsafe fn load(src: *const u8) -> Self {
         // SAFETY: the caller guarantees 32 readable bytes and AVX2.
         Avx2(unsafe { _mm256_loadu_si256(src.cast()) })
@@ -308,12 +317,12 @@ impl Expand for Avx2 {
     }
 }
 
-/// The AVX2 + BMI2 instance of [`classify::classify`], 8 lanes at a time.
+/// The AVX2 + BMI1/BMI2 instance of [`classify::classify`], 8 lanes at a time.
 ///
 /// # Safety
 ///
-/// The CPU must support AVX2 and BMI2.
-#[target_feature(enable = "avx2,bmi2,popcnt")]
+/// The CPU must support AVX2, BMI1, BMI2 and POPCNT.
+#[target_feature(enable = "avx2,bmi1,bmi2,popcnt")]
 pub(crate) unsafe fn classify<const W: usize>(
     page: &[u8],
     s: &mut Scratch<W>,
@@ -325,7 +334,7 @@ pub(crate) unsafe fn classify<const W: usize>(
     // The replay two groups ahead: its `prev` stores then have longer to complete before the
     // kernel's vector loads read them, which made the compressor faster than one group on
     // AMD Zen 3 (docs/perf/wkdm.md, "Replay distance").
-    // SAFETY: AVX2 and BMI2 are enabled here, all that `Avx2` uses.
+    // SAFETY: AVX2, BMI1, BMI2 and POPCNT are enabled here, all that `Avx2` uses.
     unsafe { classify::classify::<Avx2, W, 2>(page, s, dict, early_abort, groups, counts) }
 }
 
