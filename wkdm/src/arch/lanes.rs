@@ -62,7 +62,8 @@ pub(crate) trait Lanes: Copy {
     }
 
     /// The stream tag word of 16 words from their tag-bit masks (see
-    /// [`crate::format::tag_word`], the default).
+    /// [`crate::format::tag_word`], the default). AVX2's returns the tags in word order
+    /// instead, and its kernel's entry point reorders a whole range of tag words at once.
     #[inline(always)]
     unsafe fn tag_word(low: u32, high: u32) -> u32 {
         crate::format::tag_word(low, high)
