@@ -75,15 +75,17 @@ pub(crate) unsafe fn recurrence<const W: usize, V: Lanes>(
 
 /// Replays one word: a non-zero word's `prev` and dictionary entry are written and its slot
 /// returned; a zero word writes nothing and returns 0 (a slot the kernels never read).
-#[inline(always)]
 ///
 /// # Safety
 ///
 /// The CPU must have the instruction set of `V`.
+#[inline(always)]
 unsafe fn replay_word<V: Lanes>(w: u32, prev: &mut u32, dict: &mut [u32; 256]) -> u8 {
     if w == 0 {
         return 0;
     }
+    // The mask keeps the table load free of a bounds check whatever `hash_index` returns
+    // (its 8 bits need none, and the compiler drops it).
     // SAFETY: the caller guarantees V's instruction set.
     let slot = format::SLOT[unsafe { V::hash_index(w) } & 0xFF];
     *prev = dict[usize::from(slot)];

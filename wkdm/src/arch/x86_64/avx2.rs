@@ -188,7 +188,7 @@ impl Lanes for Avx2 {
         }
     }
 
-    /// The tags in word order (tag k at bits 2k, 2k + 1), not yet the stream's: [`classify`]
+    /// The tags in word order (tag k at bits 2k, 2k + 1), not yet the stream's: [`classify()`]
     /// puts each range's tag words in the stream's cell order afterwards, 8 per step, which
     /// takes about 14 instructions per 16 words off the kernel and made the compressor
     /// faster on AMD Zen 3 (docs/perf/wkdm.md, "Slots stored four at a time").
@@ -339,6 +339,7 @@ pub(crate) unsafe fn classify<const W: usize>(
     // SAFETY: AVX2, BMI1, BMI2 and POPCNT are enabled here, all that `Avx2` uses.
     let result =
         unsafe { classify::classify::<Avx2, W, 2>(page, s, dict, early_abort, groups.clone(), counts) };
+    // After an early abort the page is refused and its tag words are never written out.
     if let KernelResult::Done(_) = result {
         // SAFETY: AVX2 is enabled here.
         unsafe { tags_to_stream_order(&mut s.tags[4 * groups.start..4 * groups.end]) };
