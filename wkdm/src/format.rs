@@ -132,22 +132,21 @@ pub(crate) fn pack_tags(tags: &[u8; 16]) -> u32 {
     quad(0) | (quad(1) << 2) | (quad(2) << 4) | (quad(3) << 6)
 }
 
-/// Packs the tags of 16 words given as two bit masks (bit `k` of `low` / `high` = bit 0 /
-/// bit 1 of tag `k`) into one stream word, the layout of [`pack_tags`]. The SIMD paths get
-/// these masks from vector compares.
+/// The tags of 16 words given as two bit masks (bit `k` of `low` / `high` = bit 0 / bit 1
+/// of tag `k`) in word order, tag `k` at bits `2k, 2k + 1`: [`sequential_tags`] of the
+/// stream word that [`pack_tags`] makes of them. The SIMD paths get these masks from vector
+/// compares.
 #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
 #[inline(always)]
-pub(crate) fn tag_word(low: u32, high: u32) -> u32 {
-    // Tag k into bits 2k, 2k+1 (spread each 16-bit mask to the even bits)...
+pub(crate) fn sequential_tag_word(low: u32, high: u32) -> u32 {
+    // Spread each 16-bit mask to the even bits.
     let spread = |x: u32| {
         let x = (x | (x << 8)) & 0x00FF_00FF;
         let x = (x | (x << 4)) & 0x0F0F_0F0F;
         let x = (x | (x << 2)) & 0x3333_3333;
         (x | (x << 1)) & 0x5555_5555
     };
-    let x = spread(low & 0xFFFF) | (spread(high & 0xFFFF) << 1);
-    // ...then move tag k = 4j + r from bit 8j + 2r to 8r + 2j.
-    transpose_cells(x)
+    spread(low & 0xFFFF) | (spread(high & 0xFFFF) << 1)
 }
 
 /// The tags of a stream tag word in word order: tag `k` at bits `2k, 2k + 1` (the 4x4
@@ -250,9 +249,10 @@ mod tests {
             let tags: [u8; 16] = core::array::from_fn(|k| ((seed.wrapping_mul(2654435761) >> k) & 3) as u8);
             let low = (0..16).fold(0, |m, k| m | (u32::from(tags[k] & 1) << k));
             let high = (0..16).fold(0, |m, k| m | (u32::from(tags[k] >> 1) << k));
-            assert_eq!(tag_word(low, high), pack_tags(&tags));
             let sequential = sequential_tags(pack_tags(&tags));
             assert!((0..16).all(|k| (sequential >> (2 * k)) & 3 == u32::from(tags[k])));
+            assert_eq!(sequential_tag_word(low, high), sequential);
+            assert_eq!(sequential_tags(sequential), pack_tags(&tags));
         }
         let indices = [1, 2, 3, 4, 5, 6, 7, 15];
         assert_eq!(pack_indices(&indices), 0xF473_6251);

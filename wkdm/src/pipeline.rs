@@ -45,8 +45,8 @@ use crate::{CompressOptions, Compressed};
 ///
 /// # Safety
 ///
-/// The CPU must have the instruction set of `V`, whose [`Lanes::hash_index`] takes each
-/// word's hash byte.
+/// The CPU must have the instruction set of `V`, whose [`Lanes::slot`] gives each word's
+/// slot.
 #[inline(always)]
 pub(crate) unsafe fn recurrence<const W: usize, V: Lanes>(
     page: &[u8],
@@ -84,10 +84,8 @@ unsafe fn replay_word<V: Lanes>(w: u32, prev: &mut u32, dict: &mut [u32; 256]) -
     if w == 0 {
         return 0;
     }
-    // The mask keeps the table load free of a bounds check whatever `hash_index` returns
-    // (its 8 bits need none, and the compiler drops it).
     // SAFETY: the caller guarantees V's instruction set.
-    let slot = format::SLOT[unsafe { V::hash_index(w) } & 0xFF];
+    let slot = unsafe { V::slot(w) };
     *prev = dict[usize::from(slot)];
     dict[usize::from(slot)] = w;
     slot

@@ -41,6 +41,7 @@ pub(crate) unsafe fn classify<V: Lanes, const W: usize, const AHEAD: usize>(
         // SAFETY: the caller guarantees V's instruction set.
         unsafe { pipeline::recurrence::<W, V>(page, &mut s.prev, &mut s.slots, dict, 0..AHEAD.min(W / 16)) };
     }
+    let tag_bytes = 4 * groups.start..4 * groups.end;
     for group in groups {
         let next = group + AHEAD;
         if AHEAD > 0 && next < W / 16 {
@@ -87,8 +88,10 @@ pub(crate) unsafe fn classify<V: Lanes, const W: usize, const AHEAD: usize>(
             p += partial.count_ones() as usize;
         }
         // SAFETY: the caller guarantees the instruction set.
-        let tag_word = unsafe { V::tag_word(low_bits, high_bits) };
+        let tag_word = unsafe { V::sequential_tag_word(low_bits, high_bits) };
         s.tags[4 * group..4 * group + 4].copy_from_slice(&tag_word.to_le_bytes());
     }
+    // SAFETY: the caller guarantees the instruction set; whole tag words.
+    unsafe { V::stream_order_tags(&mut s.tags[tag_bytes]) };
     KernelResult::Done(Counts { misses: m, hits: h, partials: p })
 }

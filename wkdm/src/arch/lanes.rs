@@ -54,18 +54,44 @@ pub(crate) trait Lanes: Copy {
     /// `src` is valid for reads of 16 bytes and `dst` for writes of 16.
     unsafe fn store_packed_bytes(src: *const u8, mask: u32, dst: *mut u8);
 
-    /// The index into [`crate::format::SLOT`] of `word`'s slot (its hash byte), for the
-    /// kernels' dictionary replay.
+    /// The index into [`crate::format::SLOT`] of `word`'s slot (its hash byte).
     #[inline(always)]
     unsafe fn hash_index(word: u32) -> usize {
         crate::format::hash_index(word)
     }
 
-    /// The stream tag word of 16 words from their tag-bit masks (see
-    /// [`crate::format::tag_word`], the default). AVX2's returns the tags in word order
-    /// instead, and its kernel's entry point reorders a whole range of tag words at once.
+    /// The dictionary slot of `word` ([`crate::format::slot`]), its hash byte taken by
+    /// [`Lanes::hash_index`]; not overridden.
     #[inline(always)]
-    unsafe fn tag_word(low: u32, high: u32) -> u32 {
-        crate::format::tag_word(low, high)
+    unsafe fn slot(word: u32) -> u8 {
+        // The mask keeps the table load free of a bounds check whatever `hash_index`
+        // returns (its 8 bits need none, and the compiler drops it).
+        // SAFETY: the caller guarantees the instruction set.
+        let index = unsafe { Self::hash_index(word) };
+        crate::format::SLOT[index & 0xFF]
+    }
+
+    /// The tags of 16 words from their tag-bit masks, in word order (see
+    /// [`crate::format::sequential_tag_word`], the default).
+    #[inline(always)]
+    unsafe fn sequential_tag_word(low: u32, high: u32) -> u32 {
+        crate::format::sequential_tag_word(low, high)
+    }
+
+    /// Puts tag words written in word order into the stream's cell order
+    /// ([`crate::format::sequential_tags`], its own inverse), in place: the classify
+    /// kernel's last step over a range of groups, so that it runs once per range instead of
+    /// once per group inside the kernel's loop (docs/perf/wkdm.md, "Slots stored four at a
+    /// time").
+    ///
+    /// # Safety
+    ///
+    /// `tags.len()` is a multiple of 4.
+    #[inline(always)]
+    unsafe fn stream_order_tags(tags: &mut [u8]) {
+        for word in tags.chunks_exact_mut(4) {
+            let x = crate::format::sequential_tags(crate::format::le32(word));
+            word.copy_from_slice(&x.to_le_bytes());
+        }
     }
 }

@@ -188,14 +188,38 @@ impl Lanes for Avx2 {
         }
     }
 
-    /// The tags in word order (tag k at bits 2k, 2k + 1), not yet the stream's: [`classify()`]
-    /// puts each range's tag words in the stream's cell order afterwards, 8 per step, which
-    /// takes about 14 instructions per 16 words off the kernel and made the compressor
-    /// faster on AMD Zen 3 (docs/perf/wkdm.md, "Slots stored four at a time").
     #[inline(always)]
-    unsafe fn tag_word(low: u32, high: u32) -> u32 {
+    unsafe fn sequential_tag_word(low: u32, high: u32) -> u32 {
         // SAFETY: the caller guarantees BMI2 (part of this path's features).
         unsafe { _pdep_u32(low, 0x5555_5555) | _pdep_u32(high, 0xAAAA_AAAA) }
+    }
+
+    #[inline(always)]
+    unsafe fn stream_order_tags(tags: &mut [u8]) {
+        // `format::sequential_tags`'s two delta swaps on 8 tag words per step, the rest one
+        // by one.
+        let mut chunks = tags.chunks_exact_mut(32);
+        for chunk in &mut chunks {
+            // SAFETY: the caller guarantees AVX2; the chunk holds 32 bytes.
+            unsafe {
+                let x = _mm256_loadu_si256(chunk.as_ptr().cast());
+                let t = _mm256_and_si256(
+                    _mm256_xor_si256(x, _mm256_srli_epi32::<12>(x)),
+                    _mm256_set1_epi32(0x0000_F0F0),
+                );
+                let x = _mm256_xor_si256(_mm256_xor_si256(x, t), _mm256_slli_epi32::<12>(t));
+                let t = _mm256_and_si256(
+                    _mm256_xor_si256(x, _mm256_srli_epi32::<6>(x)),
+                    _mm256_set1_epi32(0x00CC_00CC),
+                );
+                let x = _mm256_xor_si256(_mm256_xor_si256(x, t), _mm256_slli_epi32::<6>(t));
+                _mm256_storeu_si256(chunk.as_mut_ptr().cast(), x);
+            }
+        }
+        for word in chunks.into_remainder().chunks_exact_mut(4) {
+            let x = format::sequential_tags(format::le32(word));
+            word.copy_from_slice(&x.to_le_bytes());
+        }
     }
 }
 
@@ -292,16 +316,13 @@ impl Expand for Avx2 {
         unsafe {
             let mut k = 0;
             while k + 4 <= n {
-                let slot = |j: usize| {
-                    *format::SLOT.get_unchecked(_bextr_u32(*src.add(k + j), format::LOW_BITS, 8) as usize)
-                        | MISS_ROUTE
-                };
+                let slot = |j: usize| Self::slot(*src.add(k + j)) | MISS_ROUTE;
                 let (a, b, c, d) = (slot(0), slot(1), slot(2), slot(3));
                 dst.add(k).cast::<[u8; 4]>().write([a, b, c, d]);
                 k += 4;
             }
             while k < n {
-                *dst.add(k) = format::slot(*src.add(k)) as u8 | MISS_ROUTE;
+                *dst.add(k) = Self::slot(*src.add(k)) | MISS_ROUTE;
                 k += 1;
             }
         }
@@ -337,49 +358,7 @@ pub(crate) unsafe fn classify<const W: usize>(
     // kernel's vector loads read them, which made the compressor faster than one group on
     // AMD Zen 3 (docs/perf/wkdm.md, "Replay distance").
     // SAFETY: AVX2, BMI1, BMI2 and POPCNT are enabled here, all that `Avx2` uses.
-    let result =
-        unsafe { classify::classify::<Avx2, W, 2>(page, s, dict, early_abort, groups.clone(), counts) };
-    // After an early abort the page is refused and its tag words are never written out.
-    if let KernelResult::Done(_) = result {
-        // SAFETY: AVX2 is enabled here.
-        unsafe { tags_to_stream_order(&mut s.tags[4 * groups.start..4 * groups.end]) };
-    }
-    result
-}
-
-/// Puts tag words written in word order (tag k at bits 2k, 2k + 1; see `tag_word` above)
-/// in the stream's cell order ([`format::sequential_tags`], its own inverse), 8 words per
-/// step and the rest one by one.
-///
-/// # Safety
-///
-/// The CPU must support AVX2.
-#[inline]
-#[target_feature(enable = "avx2")]
-unsafe fn tags_to_stream_order(tags: &mut [u8]) {
-    let mut chunks = tags.chunks_exact_mut(32);
-    for chunk in &mut chunks {
-        // SAFETY: AVX2 is enabled here; the chunk holds 32 bytes.
-        unsafe {
-            // `format::sequential_tags`'s two delta swaps, on 8 words at once.
-            let x = _mm256_loadu_si256(chunk.as_ptr().cast());
-            let t = _mm256_and_si256(
-                _mm256_xor_si256(x, _mm256_srli_epi32::<12>(x)),
-                _mm256_set1_epi32(0x0000_F0F0),
-            );
-            let x = _mm256_xor_si256(_mm256_xor_si256(x, t), _mm256_slli_epi32::<12>(t));
-            let t = _mm256_and_si256(
-                _mm256_xor_si256(x, _mm256_srli_epi32::<6>(x)),
-                _mm256_set1_epi32(0x00CC_00CC),
-            );
-            let x = _mm256_xor_si256(_mm256_xor_si256(x, t), _mm256_slli_epi32::<6>(t));
-            _mm256_storeu_si256(chunk.as_mut_ptr().cast(), x);
-        }
-    }
-    for word in chunks.into_remainder().chunks_exact_mut(4) {
-        let x = format::sequential_tags(format::le32(word));
-        word.copy_from_slice(&x.to_le_bytes());
-    }
+    unsafe { classify::classify::<Avx2, W, 2>(page, s, dict, early_abort, groups, counts) }
 }
 
 /// The `vpermd` indices that move lane `j` of a packed vector to the `j`-th lane selected

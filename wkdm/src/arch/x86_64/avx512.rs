@@ -507,9 +507,16 @@ impl Lanes for Avx512 {
     }
 
     #[inline(always)]
-    unsafe fn tag_word(low: u32, high: u32) -> u32 {
+    unsafe fn sequential_tag_word(low: u32, high: u32) -> u32 {
         // SAFETY: the caller guarantees BMI2, all that AVX2's version uses.
-        unsafe { Avx2::tag_word(low, high) }
+        unsafe { Avx2::sequential_tag_word(low, high) }
+    }
+
+    #[inline(always)]
+    unsafe fn stream_order_tags(tags: &mut [u8]) {
+        // SAFETY: the caller guarantees AVX-512F, which includes AVX2, all that AVX2's
+        // version uses; whole tag words (the caller's).
+        unsafe { Avx2::stream_order_tags(tags) }
     }
 }
 
