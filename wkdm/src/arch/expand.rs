@@ -11,12 +11,13 @@
 //!    result written back to the page. On pages where more than a third of the words are
 //!    zero it branches past them.
 //!
-//! AVX2 interleaves the stages by 16-word group: stage 1 of a group, then the chain of the
-//! group before it. The core then overlaps one group's vector work with the previous
-//! group's loads and stores, which two passes over the page kept apart; the lag of one group
-//! lets the vector stores of a group complete before the chain loads their words (with no
-//! lag the decoder was slower than with two passes; docs/perf/wkdm.md). NEON runs the
-//! stages one after the other (`chain`).
+//! AVX2 interleaves the stages by 8-word step: stage 1 of a step, then the chain of the
+//! step [`CHAIN_LAG`] steps before it. The core then overlaps one step's vector work with
+//! an earlier step's loads and stores, which two passes over the page kept apart; the lag
+//! lets the vector stores of a step complete before the chain loads their words (with no
+//! lag the decoder was slower than with two passes), and steps of 8 words rather than
+//! 16-word groups mix the two stages more finely in the core's window (docs/perf/wkdm.md).
+//! NEON runs the stages one after the other (`chain`).
 //!
 //! Before stage 1, AVX2 unpacks the page's tags area in one vector pass
 //! ([`Expand::unpack_tags`]): a tag byte per word, and per 8 words the bit masks of its
@@ -172,17 +173,25 @@ pub(crate) fn chain<const W: usize>(zeros: usize, s: &Scratch<W>, preload: u32, 
     let mut dict = new_dictionary(preload);
     if skips_zeros::<W>(zeros) {
         for group in 0..W / 16 {
-            chain_group::<W, true, false>(&mut dict, s, group, page);
+            chain_words::<W, 16, true, false>(&mut dict, s, 16 * group, page);
         }
     } else {
         for group in 0..W / 16 {
-            chain_group::<W, false, false>(&mut dict, s, group, page);
+            chain_words::<W, 16, false, false>(&mut dict, s, 16 * group, page);
         }
     }
 }
 
-/// Stage 1 (see the module documentation), `LANES` words per step, each 16-word group
-/// followed by stage 2 of the group before it.
+/// How many 8-word steps the chain runs behind stage 1 in [`expand_and_chain`].
+///
+/// Chained by 8-word step 3 steps behind, the decoder was faster than chained by 16-word
+/// group one group behind, and than 1 or 2 steps behind; 4 to 8 steps measured as 3
+/// (docs/perf/wkdm.md, "Chain by step").
+#[cfg(target_arch = "x86_64")]
+const CHAIN_LAG: usize = 3;
+
+/// Stage 1 (see the module documentation), `LANES` words per step, each step followed by
+/// stage 2 of the step [`CHAIN_LAG`] steps before it.
 ///
 /// # Safety
 ///
@@ -196,31 +205,32 @@ unsafe fn expand_and_chain<V: Expand, const W: usize, const SKIP: bool>(
     page: &mut [u8],
 ) {
     const { assert!(V::LANES == 8) };
-    assert!(page.len() == 4 * W && W % 32 == 0 && v.tags.len() == W / 4 && v.misses <= W);
+    assert!(
+        page.len() == 4 * W && W % 32 == 0 && W / 8 > CHAIN_LAG && v.tags.len() == W / 4 && v.misses <= W
+    );
     // SAFETY: the caller guarantees the instruction set; `v.misses <= W` items.
     unsafe { V::hash_slots(&s.misses[..v.misses], &mut s.miss_slots[..v.misses]) };
     // SAFETY: the caller guarantees the instruction set; the lengths are asserted above.
     unsafe { V::unpack_tags(v.tags, s) };
     let mut dict = new_dictionary(preload);
     let mut at = Cursor::default();
-    // Stage 1 of group 0, then of each later group followed by the chain of the one before
-    // it: a loop with no test for the first group, whose code took about 10 instructions
-    // per group fewer than a test inside the loop (docs/perf/wkdm.md).
-    // SAFETY: the caller guarantees the instruction set and a stream validated into `s`;
-    // each group's two steps cover its 16 words, W words in all.
-    unsafe {
-        step::<V, W>(s, page, &mut at);
-        step::<V, W>(s, page, &mut at);
+    // Stage 1 of the first CHAIN_LAG steps, then of each later step followed by the chain
+    // of the step CHAIN_LAG before it, then the chain of the last CHAIN_LAG steps: loops
+    // with no test inside (with a test for the first group inside the loop, the code took
+    // about 10 instructions per group more; docs/perf/wkdm.md).
+    for _ in 0..CHAIN_LAG {
+        // SAFETY: the caller guarantees the instruction set and a stream validated into
+        // `s`; the steps cover the W words 8 at a time (W / 8 > CHAIN_LAG, asserted).
+        unsafe { step::<V, W>(s, page, &mut at) };
     }
-    for group in 1..W / 16 {
+    for k in CHAIN_LAG..W / 8 {
         // SAFETY: as above.
-        unsafe {
-            step::<V, W>(s, page, &mut at);
-            step::<V, W>(s, page, &mut at);
-        }
-        chain_group::<W, SKIP, true>(&mut dict, s, group - 1, page);
+        unsafe { step::<V, W>(s, page, &mut at) };
+        chain_words::<W, 8, SKIP, true>(&mut dict, s, 8 * (k - CHAIN_LAG), page);
     }
-    chain_group::<W, SKIP, true>(&mut dict, s, W / 16 - 1, page);
+    for k in W / 8 - CHAIN_LAG..W / 8 {
+        chain_words::<W, 8, SKIP, true>(&mut dict, s, 8 * k, page);
+    }
 }
 
 /// Where stage 1 stands: the next word, and how many misses, low bits and indices the
@@ -278,22 +288,22 @@ fn new_dictionary(preload: u32) -> [u32; 256] {
     [preload; 256]
 }
 
-/// Stage 2 (see the module documentation) over the 16 words of `group`: the page holds
-/// each MISS word, the low bits of each PARTIAL word and 0 elsewhere, `s.word_routes` each
-/// word's route and `s.keeps` its keep mask; every word's value replaces them. With `SKIP`
-/// zero words are branched past (their 0 is already in the page); without, they run
+/// Stage 2 (see the module documentation) over the `N` words from word `first`: the page
+/// holds each MISS word, the low bits of each PARTIAL word and 0 elsewhere, `s.word_routes`
+/// each word's route and `s.keeps` its keep mask; every word's value replaces them. With
+/// `SKIP` zero words are branched past (their 0 is already in the page); without, they run
 /// through the chain like the others. With `SPLIT` a word writes the entry its route's
 /// [`STORE_BITS`] name (see [`MISS_ROUTE`]); without, the entry it reads.
 #[inline(always)]
-fn chain_group<const W: usize, const SKIP: bool, const SPLIT: bool>(
+fn chain_words<const W: usize, const N: usize, const SKIP: bool, const SPLIT: bool>(
     dict: &mut [u32; 256],
     s: &Scratch<W>,
-    group: usize,
+    first: usize,
     page: &mut [u8],
 ) {
-    let words = page[64 * group..64 * group + 64].chunks_exact_mut(4);
-    let routes = &s.word_routes[16 * group..16 * group + 16];
-    let keeps = &s.keeps[16 * group..16 * group + 16];
+    let words = page[4 * first..4 * (first + N)].chunks_exact_mut(4);
+    let routes = &s.word_routes[first..first + N];
+    let keeps = &s.keeps[first..first + N];
     for ((word, &route), &keep) in words.zip(routes).zip(keeps) {
         if SKIP && route == ZERO_ROUTE {
             continue;
