@@ -20,6 +20,23 @@ use super::super::expand::{Expand, MISS_ROUTE, ZERO_ROUTE};
 use super::super::lanes::Lanes;
 use super::super::{classify, expand};
 
+/// [`format::SLOT`] as 8 byte-shuffle tables for [`slots_of_32`], each 16 bytes twice (once
+/// per 128-bit lane): byte `j` of table `h` holds `SLOT[16 h + j]` in its low nibble and
+/// `SLOT[16 (h + 8) + j]` in its high nibble (slots are below 16).
+static SLOT_ROWS: [[u8; 32]; 8] = {
+    let mut rows = [[0u8; 32]; 8];
+    let mut h = 0;
+    while h < 8 {
+        let mut j = 0;
+        while j < 32 {
+            rows[h][j] = format::SLOT[16 * h + j % 16] | format::SLOT[16 * (h + 8) + j % 16] << 4;
+            j += 1;
+        }
+        h += 1;
+    }
+    rows
+};
+
 /// Per 8-bit mask: the selected lane numbers, in order, one per byte (left-pack order).
 static PACK_ORDER: [u64; 256] = {
     let mut table = [0u64; 256];
@@ -304,17 +321,25 @@ impl Expand for Avx2 {
 
     #[inline(always)]
     unsafe fn hash_slots(misses: &[u32], slots: &mut [u8]) {
-        // BMI1 `bextr` takes the hash byte out of the word straight from memory, then one
-        // table load per miss (the compiler's vectorised loop took 37 instructions per 8
-        // misses). With the OR of MISS_ROUTE the compiler packs each 4 routes into one
-        // 4-byte store with vector inserts; a table of routes, which leaves 4 byte stores,
-        // measured slower (docs/perf/wkdm.md, "Misses and zero words off the chain").
+        // 32 misses at a time in vector code ([`slots_of_32`]), which took the decoder's
+        // time down most on pages of many misses (docs/perf/wkdm.md, "Misses' slots in
+        // vector code"); the rest one by one: BMI1 `bextr` takes the hash byte out of the
+        // word straight from memory, then one table load per miss (the compiler's
+        // vectorised loop took 37 instructions per 8 misses). With the OR of MISS_ROUTE
+        // the compiler packs each 4 routes into one 4-byte store with vector inserts; a
+        // table of routes, which leaves 4 byte stores, measured slower (docs/perf/wkdm.md,
+        // "Misses and zero words off the chain").
         let n = misses.len().min(slots.len());
         let (src, dst) = (misses.as_ptr(), slots.as_mut_ptr());
-        // SAFETY: the caller guarantees BMI1; `bextr` takes 8 bits, an index below 256 =
-        // SLOT.len(); items k..k + 4 (then k) are below n, inside both slices.
+        // SAFETY: the caller guarantees AVX2 and BMI1; `bextr` takes 8 bits, an index below
+        // 256 = SLOT.len(); items k..k + 32 (then k..k + 4, then k) are below n, inside
+        // both slices.
         unsafe {
             let mut k = 0;
+            while k + 32 <= n {
+                _mm256_storeu_si256(dst.add(k).cast(), slots_of_32(src.add(k)));
+                k += 32;
+            }
             while k + 4 <= n {
                 let slot = |j: usize| Self::slot(*src.add(k + j)) | MISS_ROUTE;
                 let (a, b, c, d) = (slot(0), slot(1), slot(2), slot(3));
@@ -376,6 +401,61 @@ unsafe fn signed_expand(mask: u32) -> __m256i {
         _mm256_cvtepi8_epi32(unsafe {
             _mm_loadl_epi64((&raw const EXPAND_ORDER[(mask & 0xFF) as usize]).cast())
         })
+    }
+}
+
+/// The routes of the 32 misses at `misses` ([`Expand::hash_slots`]): each one's slot,
+/// `SLOT[(w >> 10) & 0xFF]`, with [`MISS_ROUTE`] set, looked up in registers. The hash
+/// bytes' low nibbles index 8 byte shuffles of [`SLOT_ROWS`] (rows `h` and `h + 8` of the
+/// 16-by-16 table in each result's two nibbles); a tree of 7 blends on bits 0-2 of the high
+/// nibble picks the shuffle, and bit 3 the nibble.
+///
+/// # Safety
+///
+/// The CPU has AVX2; `misses` is valid for reads of 32 words.
+#[inline]
+#[target_feature(enable = "avx2")]
+// `unsafe` (and its body in a block) so that Rust 1.85, which has no safe
+// `target_feature` functions, builds it; newer compilers see a needless block.
+#[allow(unused_unsafe)]
+unsafe fn slots_of_32(misses: *const u32) -> __m256i {
+    // SAFETY: the caller guarantees AVX2 and 32 readable words; each row is 32 bytes.
+    unsafe {
+        // The hash bytes in order: bits 10-17 of each word, packed from 32-bit to 8-bit
+        // lanes (the packs interleave the two 128-bit lanes; `vpermd` puts them back).
+        let byte = _mm256_set1_epi32(0xFF);
+        let h0 = _mm256_and_si256(_mm256_srli_epi32::<10>(_mm256_loadu_si256(misses.cast())), byte);
+        let h1 = _mm256_and_si256(_mm256_srli_epi32::<10>(_mm256_loadu_si256(misses.add(8).cast())), byte);
+        let h2 = _mm256_and_si256(_mm256_srli_epi32::<10>(_mm256_loadu_si256(misses.add(16).cast())), byte);
+        let h3 = _mm256_and_si256(_mm256_srli_epi32::<10>(_mm256_loadu_si256(misses.add(24).cast())), byte);
+        let packed = _mm256_packus_epi16(_mm256_packus_epi32(h0, h1), _mm256_packus_epi32(h2, h3));
+        let hash = _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        let nibble = _mm256_set1_epi8(0x0F);
+        let low = _mm256_and_si256(hash, nibble);
+        let high = _mm256_and_si256(_mm256_srli_epi16::<4>(hash), nibble);
+        // Bit b of `high` to its byte's sign bit, for the blends (16-bit shifts: what
+        // crosses into the next byte lands below its sign bit).
+        let (bit0, bit1, bit2, bit3) = (
+            _mm256_slli_epi16::<7>(high),
+            _mm256_slli_epi16::<6>(high),
+            _mm256_slli_epi16::<5>(high),
+            _mm256_slli_epi16::<4>(high),
+        );
+        let rows = SLOT_ROWS.as_ptr();
+        let r0 = _mm256_shuffle_epi8(_mm256_loadu_si256(rows.cast()), low);
+        let r1 = _mm256_shuffle_epi8(_mm256_loadu_si256(rows.add(1).cast()), low);
+        let r2 = _mm256_shuffle_epi8(_mm256_loadu_si256(rows.add(2).cast()), low);
+        let r3 = _mm256_shuffle_epi8(_mm256_loadu_si256(rows.add(3).cast()), low);
+        let r4 = _mm256_shuffle_epi8(_mm256_loadu_si256(rows.add(4).cast()), low);
+        let r5 = _mm256_shuffle_epi8(_mm256_loadu_si256(rows.add(5).cast()), low);
+        let r6 = _mm256_shuffle_epi8(_mm256_loadu_si256(rows.add(6).cast()), low);
+        let r7 = _mm256_shuffle_epi8(_mm256_loadu_si256(rows.add(7).cast()), low);
+        let (r01, r23) = (_mm256_blendv_epi8(r0, r1, bit0), _mm256_blendv_epi8(r2, r3, bit0));
+        let (r45, r67) = (_mm256_blendv_epi8(r4, r5, bit0), _mm256_blendv_epi8(r6, r7, bit0));
+        let (r03, r47) = (_mm256_blendv_epi8(r01, r23, bit1), _mm256_blendv_epi8(r45, r67, bit1));
+        let both = _mm256_blendv_epi8(r03, r47, bit2);
+        let slot = _mm256_and_si256(_mm256_blendv_epi8(both, _mm256_srli_epi16::<4>(both), bit3), nibble);
+        _mm256_or_si256(slot, _mm256_set1_epi8(MISS_ROUTE as i8))
     }
 }
 
@@ -489,4 +569,34 @@ pub(crate) unsafe fn decompress<const W: usize>(
         expand::decode::<Avx2, W>(v, s, preload, page);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use pagecodec::testing::Rng;
+
+    use super::*;
+
+    #[test]
+    fn vector_slots_are_the_slot_table() {
+        if !crate::arch::avx2_available() {
+            #[cfg(feature = "std")]
+            std::eprintln!("vector_slots_are_the_slot_table: no AVX2 path here, not run");
+            return;
+        }
+        let mut rng = Rng::new(5);
+        for round in 0..64 {
+            // Every hash value once per 8 rounds, in a different order each time, with
+            // random bits around it.
+            let words: [u32; 32] = core::array::from_fn(|k| {
+                let hash = (32 * (round % 8) + (k * 7 + round) % 32) as u32;
+                (rng.next_u64() as u32 & !(0xFF << 10)) | hash << 10
+            });
+            // SAFETY: AVX2 is available (checked above); 32 readable words.
+            let got: [u8; 32] = unsafe { core::mem::transmute(slots_of_32(words.as_ptr())) };
+            for k in 0..32 {
+                assert_eq!(got[k], format::slot(words[k]) as u8 | MISS_ROUTE, "{:#x}", words[k]);
+            }
+        }
+    }
 }
