@@ -48,6 +48,16 @@ pub(crate) trait Unpack {
     /// and `out.len() >= 3 * area.len() / 4`.
     unsafe fn lows(area: &[u8], out: &mut [u16]) -> u32;
 
+    /// Counts the tags of a tags area: (MISS, EXACT + PARTIAL, PARTIAL).
+    ///
+    /// # Safety
+    ///
+    /// The CPU has the implementation's instruction set.
+    #[inline(always)]
+    unsafe fn count_tags(tags: &[u8]) -> (usize, usize, usize) {
+        count_tags(tags)
+    }
+
     /// [`validate`] with these loops, inlined into the caller.
     ///
     /// # Safety
@@ -102,7 +112,7 @@ impl Unpack for ScalarUnpack {
 
 /// Counts the tags of a tags area: (MISS, EXACT + PARTIAL, PARTIAL).
 #[inline(always)]
-fn count_tags(tags: &[u8]) -> (usize, usize, usize) {
+pub(crate) fn count_tags(tags: &[u8]) -> (usize, usize, usize) {
     const LOW: u64 = 0x5555_5555_5555_5555;
     let (mut m, mut h, mut p) = (0u32, 0u32, 0u32);
     let mut chunks = tags.chunks_exact(8);
@@ -149,7 +159,8 @@ pub(crate) unsafe fn validate<'a, U: Unpack, const W: usize>(
         return Err(DecompressError::TrailingInput);
     }
     let tags = &input[4 * HEADER_WORDS..4 * misses_start];
-    let (m, h, p) = count_tags(tags);
+    // SAFETY: the caller guarantees the instruction set.
+    let (m, h, p) = unsafe { U::count_tags(tags) };
     if index_start - misses_start != m {
         return Err(DecompressError::corrupt("miss count differs from MISS tags"));
     }
