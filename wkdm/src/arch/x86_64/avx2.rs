@@ -636,11 +636,20 @@ mod tests {
 
     use super::*;
 
+    /// Whether the AVX2 path can run here; says so on stderr when it cannot, for `test`.
+    fn avx2_here(test: &str) -> bool {
+        let here = crate::arch::avx2_available();
+        #[cfg(feature = "std")]
+        if !here {
+            std::eprintln!("{test}: no AVX2 path here, not run");
+        }
+        let _ = test;
+        here
+    }
+
     #[test]
     fn vector_tag_counts_are_the_scalar_counts() {
-        if !crate::arch::avx2_available() {
-            #[cfg(feature = "std")]
-            std::eprintln!("vector_tag_counts_are_the_scalar_counts: no AVX2 path here, not run");
+        if !avx2_here("vector_tag_counts_are_the_scalar_counts") {
             return;
         }
         // SAFETY: AVX2 is available (checked above).
@@ -659,9 +668,7 @@ mod tests {
 
     #[test]
     fn vector_slots_are_the_slot_table() {
-        if !crate::arch::avx2_available() {
-            #[cfg(feature = "std")]
-            std::eprintln!("vector_slots_are_the_slot_table: no AVX2 path here, not run");
+        if !avx2_here("vector_slots_are_the_slot_table") {
             return;
         }
         let mut rng = Rng::new(5);
