@@ -156,6 +156,16 @@ pub(crate) fn sequential_tags(word: u32) -> u32 {
     transpose_cells(word)
 }
 
+/// [`sequential_tags`] of each 4-byte tag word of `tags` (a whole number of them), in
+/// place: word order to the stream's or back.
+#[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
+#[inline(always)]
+pub(crate) fn sequential_tags_in_place(tags: &mut [u8]) {
+    for word in tags.chunks_exact_mut(4) {
+        word.copy_from_slice(&sequential_tags(le32(word)).to_le_bytes());
+    }
+}
+
 /// Transposes the 4x4 matrix of 2-bit cells of `x` (cell (j, r) at bit 8j + 2r moves to
 /// 8r + 2j) with two delta swaps.
 #[inline(always)]

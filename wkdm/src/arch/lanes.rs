@@ -89,9 +89,6 @@ pub(crate) trait Lanes: Copy {
     /// `tags.len()` is a multiple of 4.
     #[inline(always)]
     unsafe fn stream_order_tags(tags: &mut [u8]) {
-        for word in tags.chunks_exact_mut(4) {
-            let x = crate::format::sequential_tags(crate::format::le32(word));
-            word.copy_from_slice(&x.to_le_bytes());
-        }
+        crate::format::sequential_tags_in_place(tags);
     }
 }
