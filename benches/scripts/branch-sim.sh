@@ -10,12 +10,8 @@
 set -euo pipefail
 [ $# -ge 4 ] || { sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 pb=$1 corpus=$2 pages=$3
-for tool in valgrind cg_annotate; do
-    command -v "$tool" >/dev/null || { echo "branch-sim: $tool not found (install valgrind)" >&2; exit 2; }
-done
-[ -x "$pb" ] || { echo "branch-sim: $pb is not an executable file" >&2; exit 2; }
-[ -r "$corpus" ] || { echo "branch-sim: cannot read $corpus" >&2; exit 2; }
-case $pages in ''|*[!0-9]*|0) echo "branch-sim: PAGES must be a number above 0" >&2; exit 2 ;; esac
+. "$(dirname "$0")/valgrind-lib.sh"
+valgrind_args branch-sim "$pb" "$corpus" "$pages" valgrind cg_annotate
 shift 3
 work=$(mktemp -d "${TMPDIR:-/tmp}/branch-sim.XXXXXX")
 trap 'rm -rf "$work"' EXIT

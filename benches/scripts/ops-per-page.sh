@@ -14,12 +14,8 @@ set -euo pipefail
 [ $# -ge 5 ] || { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 pb=$1 corpus=$2 pages=$3 codecs=$4
 shift 4
-for tool in valgrind python3; do
-    command -v "$tool" >/dev/null || { echo "ops-per-page: $tool not found" >&2; exit 2; }
-done
-[ -x "$pb" ] || { echo "ops-per-page: $pb is not an executable file" >&2; exit 2; }
-[ -r "$corpus" ] || { echo "ops-per-page: cannot read $corpus" >&2; exit 2; }
-case $pages in ''|*[!0-9]*|0) echo "ops-per-page: PAGES must be a number above 0" >&2; exit 2 ;; esac
+. "$(dirname "$0")/valgrind-lib.sh"
+valgrind_args ops-per-page "$pb" "$corpus" "$pages" valgrind python3
 work=$(mktemp -d "${TMPDIR:-/tmp}/ops-per-page.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 valgrind --tool=callgrind --cache-sim=yes --callgrind-out-file="$work/out" \
