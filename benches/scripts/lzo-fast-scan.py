@@ -16,6 +16,7 @@ stream's length from those pieces, which pagebench's mean compressed size for `l
 the same pages checks. A model of the scan's decisions, not of its time: each hit-or-miss
 and each length class is a branch the compressor takes per probe or per match.
 """
+import argparse
 import collections
 import struct
 import sys
@@ -104,25 +105,23 @@ def scan(page, count):
 
 
 def main():
-    args = sys.argv[1:]
-    pages = 300
-    if "--pages" in args:
-        i = args.index("--pages")
-        pages = int(args[i + 1])
-        del args[i : i + 2]
-    if len(args) != 1:
-        sys.exit(__doc__)
-    data = open(args[0], "rb").read()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("corpus", help="a page file (4 KiB pages)")
+    parser.add_argument("--pages", type=int, default=300, help="pages to scan, evenly spaced")
+    args = parser.parse_args()
+    data = open(args.corpus, "rb").read()
     total = len(data) // PAGE
+    pages = min(max(args.pages, 1), total)
     count, sizes = collections.Counter(), []
-    for k in range(min(pages, total)):
-        at = (k * total // min(pages, total)) * PAGE
+    for k in range(pages):
+        at = (k * total // pages) * PAGE
         page = data[at : at + PAGE]
-        if not any(page):
-            continue
-        sizes.append(scan(page, count))
+        if any(page):
+            sizes.append(scan(page, count))
+    if not sizes:
+        sys.exit(f"{args.corpus}: no non-zero page among {pages}")
     n = len(sizes)
-    print(f"{args[0]}: {n} non-zero pages of {min(pages, total)}; per page:")
+    print(f"{args.corpus}: {n} non-zero pages of {pages}; per page:")
     for key in sorted(count):
         print(f"  {count[key] / n:8.1f}  {key}")
     print(f"  {sum(sizes) / n:8.1f}  stream bytes")
