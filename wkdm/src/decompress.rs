@@ -27,8 +27,8 @@ pub(crate) struct Validated<'a> {
     pub(crate) zeros: usize,
 }
 
-/// How [`validate`] unpacks the index and low-bits areas: [`ScalarUnpack`], or a SIMD
-/// path's loops (they are most of validation's time).
+/// How [`validate`] counts the tags and unpacks the index and low-bits areas:
+/// [`ScalarUnpack`], or a SIMD path's loops (they are most of validation's time).
 pub(crate) trait Unpack {
     /// Unpacks the index words of `area` (8 indices each, see [`format::unpack_indices`])
     /// into `out[..2 * area.len()]`.
