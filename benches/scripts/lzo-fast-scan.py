@@ -11,10 +11,10 @@ probe at the first multiple of 4 at or after the match's end). For N pages (even
 default 300; 4 KiB pages, zero pages left out), prints the mean per page of: probes, probes
 that hit at the recent distance and in the table, matches by total length, by the literals
 before them and by form (M2: at most 8 bytes and 2048 back; M3 otherwise), 4-byte matches
-too far back for M2, matches whose first 8 bytes agree (the extension loop runs), and the
-stream's length from those pieces, which pagebench's mean compressed size for `lzo-fast` on
-the same pages checks. A model of the scan's decisions, not of its time: each hit-or-miss
-and each length class is a branch the compressor takes per probe or per match.
+too far back for M2, matches whose first 8 and first 12 bytes agree, and the stream's
+length from those pieces, which pagebench's mean compressed size for `lzo-fast` on the same
+pages checks. A model of the scan's decisions, not of its time: each hit-or-miss and each
+length class is a branch the compressor takes per probe or per match.
 """
 import argparse
 import collections
@@ -68,12 +68,15 @@ def scan(page, count):
         back = 0
         while back < min(ip - lit, m_pos, 8) and page[ip - 1 - back] == page[m_pos - 1 - back]:
             back += 1
-        if diff:
-            fwd = ((diff & -diff).bit_length() - 1) // 8
-            nxt = ip + 4 if fwd == 4 else ip + 8
+        # Forward: 8 bytes at a time from byte 4 (bytes 0..4 agree), the next probe the
+        # first multiple of 4 at or after the end; a compare that would start at or past
+        # IP_END ends the match there.
+        v = le64(page, ip + 4) ^ le64(page, m_pos + 4)
+        if v:
+            fwd = 4 + ((v & -v).bit_length() - 1) // 8
+            nxt = ip + 4 if fwd == 4 else ip + 8 if fwd <= 8 else ip + 12
         else:
-            count["matches extended past 8 bytes"] += 1
-            fwd = 8
+            fwd = 12
             while True:
                 v = le64(page, ip + fwd) ^ le64(page, m_pos + fwd)
                 if v:
@@ -85,6 +88,10 @@ def scan(page, count):
                 if ip + fwd >= IP_END:
                     nxt = ip + fwd
                     break
+        if fwd >= 8:
+            count["matches extended past 8 bytes"] += 1
+        if fwd >= 12:
+            count["matches extended past 12 bytes"] += 1
         length, dist, t = back + fwd, ip - m_pos, ip - back - lit
         count["matches"] += 1
         kind = "4" if length == 4 else "5-8" if length <= 8 else "9-16" if length <= 16 else "17+"

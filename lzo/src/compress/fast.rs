@@ -22,8 +22,9 @@
 //!    ratio this gains, by corpus, is in docs/perf/lzokit.md). 2048 `u16` entries (4 KiB),
 //!    the kernel's multiplicative hash of the 4 bytes, cleared on every call.
 //! 3. **Backward and forward extension.** A match reaches back over the pending literals
-//!    while the bytes before both ends agree (up to 8), and forward 8 bytes at a time, as
-//!    [`Lzo1x`](crate::Lzo1x)'s, stopping once it reaches 20 bytes before the page end.
+//!    while the bytes before both ends agree (up to 8), and forward 8 bytes at a time from
+//!    its byte 4 (so the first test asks whether it reaches 12 bytes, which fewer matches do
+//!    than 8), stopping once its compares reach the last 20 bytes of the page.
 //! 4. **Scanning resumes at the first probed position at or after the match end**; the
 //!    bytes in between are literals unless the next match reaches back over them.
 //!
@@ -96,8 +97,8 @@ impl FastCompressor {
             // match's distance, at most its position, which is below ip), and ip + 8 <=
             // src.len() as above.
             let rep_diff = word ^ unsafe { le64(src, ip - rep) };
-            let (diff, m_pos) = if rep_diff as u32 == 0 {
-                (rep_diff, ip - rep)
+            let m_pos = if rep_diff as u32 == 0 {
+                ip - rep
             } else {
                 let h = hash_bits(word as u32, TABLE_BITS);
                 let cand = usize::from(self.table[h]);
@@ -111,7 +112,7 @@ impl FastCompressor {
                     ip += STRIDE;
                     continue;
                 }
-                (cand_diff, cand)
+                cand
             };
             ip = opaque(ip);
             // The bytes before both ends that agree, up to the pending literals and the
@@ -125,11 +126,11 @@ impl FastCompressor {
                 ((x.leading_zeros() / 8) as usize).min(back_room)
             };
             // SAFETY: m_pos < ip < IP_END, ip is a multiple of STRIDE (every probed position
-            // is), and the low 4 bytes of `diff` are zero.
-            let (fwd, next) = unsafe { match_len_and_next(src, ip, m_pos, diff) };
+            // is), and the 4 bytes at ip and at m_pos agree (the probe's compare).
+            let (fwd, next) = unsafe { match_len_and_next(src, ip, m_pos) };
             let dist = ip - m_pos;
-            // SAFETY: the match ends before IP_END + 16 = PAGE_SIZE - 4, back <= 8
-            // and ip >= FIRST_PROBE >= 12, so back + fwd < PAGE_SIZE - 4 + 8 - 12. Told so, the
+            // SAFETY: the match ends at or before IP_END + 16 = PAGE_SIZE - 4, back <= 8
+            // and ip >= FIRST_PROBE >= 12, so back + fwd <= PAGE_SIZE - 4 + 8 - 12. Told so, the
             // compiler drops the writer's own test of the length on every match, which made
             // the compressor measurably faster (docs/perf/lzokit.md, "A faster level").
             unsafe { core::hint::assert_unchecked(back + fwd <= PAGE_SIZE) };
@@ -143,44 +144,59 @@ impl FastCompressor {
     }
 }
 
-/// The match's length forwards from `ip` (as the page compressor's `match_len` measures it)
-/// and the next probed position, the first multiple of [`STRIDE`] at or after its end.
+/// The match's length forwards from `ip` and the next probed position, the first multiple
+/// of [`STRIDE`] at or after its end. Bytes 0..4 agree (the probe's compare); the others are
+/// compared 8 at a time from byte 4 up to the first that differs: the compares from bytes 4
+/// and 12 always (they end inside the page), later ones while they start below [`IP_END`].
+///
+/// Starting at byte 4, not 0, the first compare asks whether the match is shorter than 12
+/// bytes, which most are, where one of bytes 0..8 asked whether it was shorter than 8, which
+/// about half are: a core that has not learnt the page mispredicts that branch less often,
+/// and the loop runs one round fewer for matches of 8..=11 bytes (docs/perf/lzokit.md, "The
+/// length measured from byte 4").
 ///
 /// The next position is what the next probe's loads wait for. Computed from the length, it
 /// would wait for the match's last compare (two loads, an XOR, a trailing-zero count).
-/// Chosen here by branches on that compare's bytes (for a match of 4..=7 bytes: is byte 4
-/// the first that differs? for a longer one: does the last compare differ in its first
-/// byte, within its first five, or later?), it is known as soon as the core predicts them,
-/// and the next probe's loads start while the compare completes. Only the length, which the
-/// next probe does not need, waits for the count. That made the compressor measurably
-/// faster on every corpus back to back and on most in sweeps (docs/perf/lzokit.md, "A
-/// faster level").
+/// Chosen here by branches on that compare's bytes (does it differ in its first byte,
+/// within its first five, or later?), it is known as soon as the core predicts them, and the
+/// next probe's loads start while the compare completes. Only the length, which the next
+/// probe does not need, waits for the count. That made the compressor measurably faster on
+/// every corpus back to back and on most in sweeps (docs/perf/lzokit.md, "A faster level").
 ///
 /// # Safety
 ///
-/// `m_pos < ip < IP_END`, `ip` is a multiple of [`STRIDE`], and the low 4 bytes of `diff`
-/// (the XOR of the 8 bytes at `ip` and at `m_pos`) are zero.
+/// `m_pos < ip < IP_END`, `ip` is a multiple of [`STRIDE`], and the 4 bytes at `ip` and at
+/// `m_pos` agree.
 #[inline(always)]
-unsafe fn match_len_and_next(src: &[u8], ip: usize, m_pos: usize, diff: u64) -> (usize, usize) {
+unsafe fn match_len_and_next(src: &[u8], ip: usize, m_pos: usize) -> (usize, usize) {
     const { assert!(STRIDE == 4) };
-    if diff != 0 {
-        // 4..=7 bytes, from the 8 compared.
-        if diff & 0xFF_0000_0000 != 0 {
+    // SAFETY: ip < IP_END, so both 8-byte reads end at or before IP_END + 12 <= src.len();
+    // m_pos < ip.
+    let v = unsafe { le64(src, ip + 4) ^ le64(src, m_pos + 4) };
+    if v != 0 {
+        // 4..=11 bytes: byte 4 differs (next probe 4 on), or one of bytes 5..=8 (8 on), or
+        // one of bytes 9..=11 (12 on). The loop's tests below, but branches of their own:
+        // the first compare's outcomes are distributed unlike a later one's.
+        let len = 4 + (v.trailing_zeros() / 8) as usize;
+        if v & 0xFF != 0 {
             keep_branch();
             (4, ip + 4)
+        } else if v & 0xFF_FFFF_FFFF != 0 {
+            keep_branch();
+            (len, ip + 8)
         } else {
-            ((diff.trailing_zeros() / 8) as usize, ip + 8)
+            (len, ip + 12)
         }
     } else {
-        let mut m_len = 8;
+        let mut m_len = 12;
         loop {
-            // SAFETY: ip + m_len < IP_END + 8 (the first round has m_len == 8 and ip <
+            // SAFETY: ip + m_len < IP_END + 12 (the first round has m_len == 12 and ip <
             // IP_END; later rounds run only while ip + m_len < IP_END), so both 8-byte
-            // reads end before IP_END + 16 <= src.len(); m_pos < ip.
+            // reads end before IP_END + 20 = src.len(); m_pos < ip.
             let v = unsafe { le64(src, ip + m_len) ^ le64(src, m_pos + m_len) };
             if v != 0 {
-                // ip + m_len is a multiple of 4: the match ends there, 1..=4 bytes on
-                // (next multiple: 4 on) or 5..=7 bytes on (8 on).
+                // ip + m_len is a multiple of 4: the match ends there (next probe there),
+                // 1..=4 bytes on (4 on) or 5..=7 bytes on (8 on).
                 let end = ip + m_len;
                 let len = m_len + (v.trailing_zeros() / 8) as usize;
                 break if v & 0xFF != 0 {
@@ -330,19 +346,26 @@ mod tests {
 
     #[test]
     fn the_next_probe_is_the_first_probed_position_at_or_after_the_match_end() {
-        // The length is the page compressor's `match_len`, and the next probe the end rounded
-        // up to the stride: for every length from 4 to 40 (each tail of the first compare and
-        // of the extension loop's), and for matches the scan stops near IP_END.
+        // The length is the page compressor's `match_len` for a match that ends before
+        // IP_END, and the next probe the end rounded up to the stride: for every length from
+        // 4 to 40 (each tail of the first compare and of the extension loop's). A match the
+        // scan stops near IP_END (the two compare from different bytes, so they may stop at
+        // different points) reaches IP_END and ends at or before IP_END + 16.
         fn check(page: &[u8; PAGE_SIZE], ip: usize, m_pos: usize) -> usize {
             // SAFETY: m_pos < ip < IP_END (the callers'), so both 8-byte reads are in the page.
             let diff = unsafe { le64(page, ip) ^ le64(page, m_pos) };
             assert_eq!(diff as u32, 0, "at {ip}");
             // SAFETY: m_pos < ip < IP_END, ip is a multiple of STRIDE (the callers'), and the
-            // low 4 bytes of `diff` are zero (asserted).
-            let (len, next) = unsafe { match_len_and_next(page, ip, m_pos, diff) };
-            // SAFETY: as for the call above.
+            // 4 bytes at both agree (asserted).
+            let (len, next) = unsafe { match_len_and_next(page, ip, m_pos) };
+            // SAFETY: as for the call above, with the low 4 bytes of `diff` zero.
             let expected = unsafe { match_len(page, ip, m_pos, diff) };
-            assert_eq!(len, expected, "at {ip}");
+            if ip + expected < IP_END {
+                assert_eq!(len, expected, "at {ip}");
+            } else {
+                assert!((IP_END..=IP_END + 16).contains(&(ip + len)), "at {ip}: {len}");
+                assert_eq!(page[ip..ip + len], page[m_pos..m_pos + len], "at {ip}");
+            }
             assert_eq!(next, (ip + len).next_multiple_of(STRIDE), "at {ip}");
             len
         }
