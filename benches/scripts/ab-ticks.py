@@ -87,7 +87,8 @@ def main():
         cells = []
         for build, values in pooled[corpus].items():
             q = statistics.quantiles(values, n=4) if len(values) > 1 else [values[0]] * 3
-            cells.append(f"{build} {statistics.median(values):.3f}x ({q[0]:.3f}-{q[2]:.3f}, {len(values)} runs)")
+            runs = f"{len(values)} run" + ("s" if len(values) != 1 else "")
+            cells.append(f"{build} {statistics.median(values):.3f}x ({q[0]:.3f}-{q[2]:.3f}, {runs})")
         print(f"{corpus:8} " + "   ".join(cells))
 
 
