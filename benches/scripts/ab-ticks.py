@@ -60,7 +60,7 @@ def run_ratios(path, codec, ref, direction, min_rate):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[1])
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("codec")
     p.add_argument("ref")
     p.add_argument("folders", nargs="+", metavar="OUTDIR:NAME_A:NAME_B")
