@@ -174,19 +174,9 @@ unsafe fn match_len_and_next(src: &[u8], ip: usize, m_pos: usize) -> (usize, usi
     // m_pos < ip.
     let v = unsafe { le64(src, ip + 4) ^ le64(src, m_pos + 4) };
     if v != 0 {
-        // 4..=11 bytes: byte 4 differs (next probe 4 on), or one of bytes 5..=8 (8 on), or
-        // one of bytes 9..=11 (12 on). The loop's tests below, but branches of their own:
-        // the first compare's outcomes are distributed unlike a later one's.
-        let len = 4 + (v.trailing_zeros() / 8) as usize;
-        if v & 0xFF != 0 {
-            keep_branch();
-            (4, ip + 4)
-        } else if v & 0xFF_FFFF_FFFF != 0 {
-            keep_branch();
-            (len, ip + 8)
-        } else {
-            (len, ip + 12)
-        }
+        // 4..=11 bytes. The loop's end below, inlined here as branches of their own: the
+        // first compare's outcomes are distributed unlike a later one's.
+        match_end(ip, 4, v)
     } else {
         let mut m_len = 12;
         loop {
@@ -195,25 +185,33 @@ unsafe fn match_len_and_next(src: &[u8], ip: usize, m_pos: usize) -> (usize, usi
             // reads end before IP_END + 20 = src.len(); m_pos < ip.
             let v = unsafe { le64(src, ip + m_len) ^ le64(src, m_pos + m_len) };
             if v != 0 {
-                // ip + m_len is a multiple of 4: the match ends there (next probe there),
-                // 1..=4 bytes on (4 on) or 5..=7 bytes on (8 on).
-                let end = ip + m_len;
-                let len = m_len + (v.trailing_zeros() / 8) as usize;
-                break if v & 0xFF != 0 {
-                    keep_branch();
-                    (m_len, end)
-                } else if v & 0xFF_FFFF_FFFF != 0 {
-                    keep_branch();
-                    (len, end + 4)
-                } else {
-                    (len, end + 8)
-                };
+                break match_end(ip, m_len, v);
             }
             m_len += 8;
             if ip + m_len >= IP_END {
                 break (m_len, ip + m_len);
             }
         }
+    }
+}
+
+/// The length and next probed position of a match whose bytes agree up to `ip + m_len` and
+/// whose compare of the 8 bytes from there, a multiple of 4, XORs to `v != 0`: the match
+/// ends at its first differing byte; the next probe is there if that is byte 0 of the
+/// compare, 4 on if it is one of bytes 1..=4, 8 on otherwise (branches: see
+/// [`match_len_and_next`]).
+#[inline(always)]
+fn match_end(ip: usize, m_len: usize, v: u64) -> (usize, usize) {
+    let end = ip + m_len;
+    let len = m_len + (v.trailing_zeros() / 8) as usize;
+    if v & 0xFF != 0 {
+        keep_branch();
+        (m_len, end)
+    } else if v & 0xFF_FFFF_FFFF != 0 {
+        keep_branch();
+        (len, end + 4)
+    } else {
+        (len, end + 8)
     }
 }
 
