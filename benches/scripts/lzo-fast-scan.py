@@ -69,25 +69,20 @@ def scan(page, count):
         while back < min(ip - lit, m_pos, 8) and page[ip - 1 - back] == page[m_pos - 1 - back]:
             back += 1
         # Forward: 8 bytes at a time from byte 4 (bytes 0..4 agree), the next probe the
-        # first multiple of 4 at or after the end; a compare that would start at or past
-        # IP_END ends the match there.
-        v = le64(page, ip + 4) ^ le64(page, m_pos + 4)
-        if v:
-            fwd = 4 + ((v & -v).bit_length() - 1) // 8
-            nxt = ip + 4 if fwd == 4 else ip + 8 if fwd <= 8 else ip + 12
-        else:
-            fwd = 12
-            while True:
-                v = le64(page, ip + fwd) ^ le64(page, m_pos + fwd)
-                if v:
-                    end = ip + fwd
-                    nxt = end if v & 0xFF else end + 4 if v & 0xFFFFFFFFFF else end + 8
-                    fwd += ((v & -v).bit_length() - 1) // 8
-                    break
-                fwd += 8
-                if ip + fwd >= IP_END:
-                    nxt = ip + fwd
-                    break
+        # first multiple of 4 at or after the end; the compares from bytes 4 and 12 always
+        # run, later ones while they start below IP_END.
+        fwd = 4
+        while True:
+            v = le64(page, ip + fwd) ^ le64(page, m_pos + fwd)
+            if v:
+                end = ip + fwd
+                nxt = end if v & 0xFF else end + 4 if v & 0xFFFFFFFFFF else end + 8
+                fwd += ((v & -v).bit_length() - 1) // 8
+                break
+            fwd += 8
+            if fwd > 12 and ip + fwd >= IP_END:
+                nxt = ip + fwd
+                break
         if fwd >= 8:
             count["matches extended past 8 bytes"] += 1
         if fwd >= 12:
