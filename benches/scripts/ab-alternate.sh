@@ -5,9 +5,11 @@
 #
 # Each round runs `BIN_A run RUN-ARGS...`, then `BIN_B run RUN-ARGS...` (so slow and quiet
 # phases of a shared machine fall on both), and keeps every output in OUTDIR (default: a new
-# directory under ${TMPDIR:-/tmp}). At the end it prints, per corpus, codec and direction, the
-# median over all of a binary's runs of the codec's "vs liblzo2" and "vs lz4" ratios (each
-# run's own ratio to the C reference measured in that run), A beside B.
+# directory under ${TMPDIR:-/tmp}): the log and tables as a-N.txt / b-N.txt, pagebench's JSON
+# report beside each as a-N.json / b-N.json (which ab-ticks.py reads). At the end it prints,
+# per corpus, codec and direction, the median over all of a binary's runs of the codec's
+# "vs liblzo2" and "vs lz4" ratios (each run's own ratio to the C reference measured in that
+# run), A beside B.
 #
 # Example (the LZO targets; four rounds of two runs each, eight runs per binary):
 #   benches/scripts/ab-alternate.sh ./pagebench-before ./pagebench-after 4 -- \
@@ -15,7 +17,7 @@
 #       --max-pages 0 --reps 5 --quiet --runs 2
 set -euo pipefail
 
-usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 [ $# -ge 4 ] || usage
 bin_a=$1 bin_b=$2 rounds=$3
 shift 3
@@ -40,7 +42,8 @@ for r in $(seq 1 "$rounds"); do
         if [ $side = a ]; then bin=$bin_a; else bin=$bin_b; fi
         out="$outdir/$side-$r.txt"
         echo "round $r/$rounds: $side ($bin) -> $out" >&2
-        { echo "\$ $bin run $*"; "$bin" run "$@"; } >"$out" 2>&1
+        # The tables (stderr with --json) in .txt, the JSON report beside them in .json.
+        { echo "\$ $bin run $*"; "$bin" run "$@" --json >"${out%.txt}.json"; } >"$out" 2>&1
     done
 done
 

@@ -3,59 +3,44 @@
 
     ab-ticks.py CODEC REF OUTDIR:NAME_A:NAME_B... [--dir comp|dec] [--min-rate R]
 
-Each OUTDIR holds the runs of one `ab-alternate.sh` call (a-N.txt and b-N.txt); NAME_A and
-NAME_B name its two binaries, so that the same build measured in both orders (as A in one
-call, as B in the other) is pooled under one name. For every run and corpus, the ratio of
-CODEC's median ticks per page to REF's in that run (pagebench prints its own ratios to two
-decimals; this keeps three), left out where the corpus's core throughput probe measured
-below R (another hardware thread or tenant sharing the core; default 0: every run). Prints
-per corpus and build the median ratio, the quartiles and the number of runs.
+Each OUTDIR holds the runs of one `ab-alternate.sh` call (their JSON reports, a-N.json and
+b-N.json); NAME_A and NAME_B name its two binaries, so that the same build measured in both
+orders (as A in one call, as B in the other) is pooled under one name. For every run (of
+every process) and corpus, the ratio of CODEC's median ticks per page to REF's in that run
+(pagebench prints its own ratios to two decimals; this keeps three), left out where the
+corpus's core throughput probe measured below R (another hardware thread or tenant sharing
+the core; default 0: every run). Prints per corpus and build the median ratio, the
+quartiles and the number of runs.
 
 Example (a change against the kept code in both orders):
     ab-ticks.py lzo-fast liblzo2 ab1:kept:change ab2:change:kept --min-rate 4.0
 """
 import argparse
 import glob
+import json
 import os
-import re
 import statistics
 import sys
 
-CORPUS = re.compile(r"== (\S+): \d+ pages ==")
-ROW = re.compile(r"(\S*)\s+(comp|dec)\s+\|\s+\d+\s+(\d+)")
-RATE = re.compile(r"core throughput while measuring: median ([\d.]+)")
-
 
 def run_ratios(path, codec, ref, direction, min_rate):
-    """{corpus: CODEC / REF median ticks} for one pagebench output."""
-    ratios, corpus, name, ticks = {}, None, None, {}
-
-    def close(rate):
-        # A corpus without the probe's line (no TSC) counts only when no rate is asked for.
-        if corpus and (rate >= min_rate if rate is not None else min_rate <= 0):
-            if codec in ticks and ref in ticks:
-                ratios[corpus] = ticks[codec] / ticks[ref]
-
+    """{(run, corpus): CODEC / REF median ticks} for one pagebench JSON report."""
     with open(path) as f:
-        for line in f:
-            m = CORPUS.match(line)
-            if m:
-                close(None)
-                corpus, name, ticks = m.group(1), None, {}
-                continue
-            m = ROW.match(line)
-            if m and corpus:
-                # A codec's "dec" row leaves the name out: it is the "comp" row's above.
-                name = m.group(1) or name
-                if m.group(2) == direction:
-                    ticks[name] = int(m.group(3))
-                continue
-            m = RATE.search(line)
-            if m and corpus:
-                # The probe's line ends a corpus's section.
-                close(float(m.group(1)))
-                corpus = None
-    close(None)
+        report = json.load(f)
+    # Core throughput per run and corpus (none without a TSC: such a corpus counts only
+    # when no rate is asked for).
+    rates = {(r["run"], r["corpus"]): r["median"] for r in report["core_rates"] if r["median"]}
+    ticks = {}
+    for s in report["results"]:
+        speed = s["compress" if direction == "comp" else "decompress"]["ticks"]
+        if speed["count"] > 0:
+            ticks[(s["run"], s["corpus"], s["codec"])] = speed["median"]
+    ratios = {}
+    for (run, corpus, name), value in ticks.items():
+        if name != codec or (run, corpus, ref) not in ticks:
+            continue
+        if rates.get((run, corpus), 0) >= min_rate:
+            ratios[(run, corpus)] = value / ticks[(run, corpus, ref)]
     return ratios
 
 
@@ -73,12 +58,12 @@ def main():
         if len(parts) != 3:
             sys.exit(f"ab-ticks: {spec}: expected OUTDIR:NAME_A:NAME_B")
         folder, name_a, name_b = parts
-        runs = sorted(glob.glob(os.path.join(folder, "[ab]-*.txt")))
+        runs = sorted(glob.glob(os.path.join(folder, "[ab]-*.json")))
         if not runs:
-            sys.exit(f"ab-ticks: {folder}: no a-N.txt or b-N.txt runs")
+            sys.exit(f"ab-ticks: {folder}: no a-N.json or b-N.json reports (ab-alternate.sh writes them)")
         for path in runs:
             build = name_a if os.path.basename(path).startswith("a-") else name_b
-            for corpus, ratio in run_ratios(path, args.codec, args.ref, args.dir, args.min_rate).items():
+            for (_, corpus), ratio in run_ratios(path, args.codec, args.ref, args.dir, args.min_rate).items():
                 pooled.setdefault(corpus, {}).setdefault(build, []).append(ratio)
     if not pooled:
         sys.exit(f"ab-ticks: no run has both {args.codec} and {args.ref} at --min-rate {args.min_rate}")
