@@ -6,10 +6,10 @@
 # Each round runs `BIN_A run RUN-ARGS...`, then `BIN_B run RUN-ARGS...` (so slow and quiet
 # phases of a shared machine fall on both), and keeps every output in OUTDIR (default: a new
 # directory under ${TMPDIR:-/tmp}): the log and tables as a-N.txt / b-N.txt, pagebench's JSON
-# report beside each as a-N.json / b-N.json (which ab-ticks.py reads). At the end it prints,
-# per corpus, codec and direction, the median over all of a binary's runs of the codec's
-# "vs liblzo2" and "vs lz4" ratios (each run's own ratio to the C reference measured in that
-# run), A beside B.
+# report beside each as a-N.json / b-N.json. At the end it prints, per corpus, codec and
+# direction, the median over all of a binary's runs of the codec's median ticks over C
+# liblzo2's and over C LZ4's in the same run, A beside B (`ab-ticks.py --all`, which reads
+# those reports; needs python3).
 #
 # Example (the LZO targets; four rounds of two runs each, eight runs per binary):
 #   benches/scripts/ab-alternate.sh ./pagebench-before ./pagebench-after 4 -- \
@@ -47,45 +47,5 @@ for r in $(seq 1 "$rounds"); do
     done
 done
 
-# Table rows of `pagebench run`: "== CORPUS: N pages ==" starts a corpus; a codec's rows are
-# "NAME comp | ... | VS_LZ4 VS_LIBLZO2" and "     dec | ... | VS_LZ4 VS_LIBLZO2".
-extract() {
-    awk -v side="$1" '
-        /^== .*: [0-9]+ pages ==/ { corpus = $2; sub(/:$/, "", corpus) }
-        $2 == "comp" && $0 ~ /\|/ { codec = $1; dir = "comp" }
-        $1 == "dec" && $0 ~ /\|/ { dir = "dec" }
-        ($2 == "comp" || $1 == "dec") && $0 ~ /\|/ {
-            lz4 = $(NF - 1); lzo = $NF; sub(/x$/, "", lz4); sub(/x$/, "", lzo)
-            if (lzo ~ /^[0-9.]+$/) print corpus, codec, dir, "liblzo2", side, lzo
-            if (lz4 ~ /^[0-9.]+$/) print corpus, codec, dir, "lz4", side, lz4
-        }' "${@:2}"
-}
-# Sorted by group and value, so each group's median is its middle line.
-{
-    extract A "$outdir"/a-*.txt
-    extract B "$outdir"/b-*.txt
-} | sort -k1,1 -k2,2 -k3,3 -k4,4 -k5,5 -k6,6g | awk '
-    function flush() {
-        if (n == 0) return
-        med[g] = sprintf("%.3fx", (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2)
-        cnt[g] = n
-        n = 0
-    }
-    {
-        row = $1 " " $2 " " $3
-        k = row " " $4 " " $5
-        if (k != g) { flush(); g = k; if (!(row in seen)) { seen[row] = 1; order[++nr] = row } }
-        v[++n] = $6
-    }
-    END {
-        flush()
-        printf "%-10s %-12s %-4s | %-22s | %-22s | runs A/B\n", "corpus", "codec", "dir", "vs liblzo2: A -> B", "vs lz4: A -> B"
-        for (i = 1; i <= nr; i++) {
-            r = order[i]; split(r, f, " ")
-            printf "%-10s %-12s %-4s | %9s -> %-9s | %9s -> %-9s | %d/%d\n", f[1], f[2], f[3],
-                med[r " liblzo2 A"], med[r " liblzo2 B"], med[r " lz4 A"], med[r " lz4 B"],
-                cnt[r " liblzo2 A"] + 0 ? cnt[r " liblzo2 A"] : cnt[r " lz4 A"],
-                cnt[r " liblzo2 B"] + 0 ? cnt[r " liblzo2 B"] : cnt[r " lz4 B"]
-        }
-    }'
+python3 "$(dirname "$0")/ab-ticks.py" --all "$outdir:A:B"
 echo "outputs kept in $outdir" >&2
