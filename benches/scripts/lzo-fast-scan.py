@@ -51,15 +51,14 @@ def scan(page, count):
     while ip < IP_END:
         count["probes"] += 1
         word = le64(page, ip)
-        diff = word ^ le64(page, ip - rep)
-        if diff & 0xFFFFFFFF == 0:
+        # A probe compares 4 bytes; the length is measured from byte 4 on (below).
+        if (word ^ le64(page, ip - rep)) & 0xFFFFFFFF == 0:
             count["hits at the recent distance"] += 1
             m_pos = ip - rep
         else:
             h = hash_bits(word & 0xFFFFFFFF)
             cand, table[h] = table[h], ip
-            diff = word ^ le64(page, cand)
-            if diff & 0xFFFFFFFF:
+            if (word ^ le64(page, cand)) & 0xFFFFFFFF:
                 table[hash_bits((word >> 16) & 0xFFFFFFFF)] = ip + 2
                 ip += 4
                 continue

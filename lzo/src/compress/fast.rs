@@ -93,11 +93,12 @@ impl FastCompressor {
         while ip < IP_END {
             // SAFETY: ip < IP_END, so ip + 8 <= src.len().
             let word = unsafe { le64(src, ip) };
+            // A probe compares 4 bytes; a match's length is measured from its byte 4 on
+            // (`match_len_and_next`).
             // SAFETY: 1 <= rep <= ip (rep is REP_START <= FIRST_PROBE, or an earlier
             // match's distance, at most its position, which is below ip), and ip + 8 <=
             // src.len() as above.
-            let rep_diff = word ^ unsafe { le64(src, ip - rep) };
-            let m_pos = if rep_diff as u32 == 0 {
+            let m_pos = if word as u32 == unsafe { le64(src, ip - rep) } as u32 {
                 ip - rep
             } else {
                 let h = hash_bits(word as u32, TABLE_BITS);
@@ -106,8 +107,7 @@ impl FastCompressor {
                 // SAFETY: every entry is 0 or a position entered by an earlier probe of
                 // this call (ip or ip + 2 of a probe before this one), so below ip, and
                 // cand + 8 <= ip + 8 <= src.len().
-                let cand_diff = word ^ unsafe { le64(src, cand) };
-                if cand_diff as u32 != 0 {
+                if word as u32 != unsafe { le64(src, cand) } as u32 {
                     self.table[hash_bits((word >> 16) as u32, TABLE_BITS)] = (ip + 2) as u16;
                     ip += STRIDE;
                     continue;
