@@ -19,6 +19,9 @@ use super::lanes::Lanes;
 /// on, so that no group is classified right after its items were stored (`pipeline`); with
 /// `AHEAD` 0 (a path that replays in a pass of its own), `dict` is not used.
 ///
+/// With `early_abort`, a range holding word 103 reports [`KernelResult::EarlyAbort`] if
+/// the first 104 words abort (XNU's early abort), after classifying the whole range.
+///
 /// # Safety
 ///
 /// The CPU must have the instruction set of `V`.
@@ -42,6 +45,10 @@ pub(crate) unsafe fn classify<V: Lanes, const W: usize, const AHEAD: usize>(
         unsafe { pipeline::recurrence::<W, V>(page, &mut s.prev, &mut s.slots, dict, 0..AHEAD.min(W / 16)) };
     }
     let tag_bytes = 4 * groups.start..4 * groups.end;
+    let end = groups.end;
+    // The group that holds the last word counted.
+    let abort_group = (EARLY_ABORT_WORDS - 1) / 16;
+    let checks_abort = early_abort && groups.contains(&abort_group);
     for group in groups {
         let next = group + AHEAD;
         if AHEAD > 0 && next < W / 16 {
@@ -73,16 +80,6 @@ pub(crate) unsafe fn classify<V: Lanes, const W: usize, const AHEAD: usize>(
                 w.store_packed_lows(partial, lows.add(p));
                 V::store_packed_bytes(s.slots.as_ptr().add(i), hit, indices.add(h));
             }
-            if early_abort && i < EARLY_ABORT_WORDS && EARLY_ABORT_WORDS <= i + V::LANES {
-                // The counts after word 104: this step's lanes before it (all of them unless
-                // LANES does not divide 104, as 16 does not).
-                let before = (1u32 << (EARLY_ABORT_WORDS - i)) - 1;
-                let up_to = |mask: u32, count: usize| count + (mask & before).count_ones() as usize;
-                let at = Counts { misses: up_to(miss, m), hits: up_to(hit, h), partials: up_to(partial, p) };
-                if pipeline::aborts_early(at) {
-                    return KernelResult::EarlyAbort;
-                }
-            }
             m += miss.count_ones() as usize;
             h += hit.count_ones() as usize;
             p += partial.count_ones() as usize;
@@ -90,6 +87,26 @@ pub(crate) unsafe fn classify<V: Lanes, const W: usize, const AHEAD: usize>(
         // SAFETY: the caller guarantees the instruction set.
         let tag_word = unsafe { V::sequential_tag_word(low_bits, high_bits) };
         s.tags[4 * group..4 * group + 4].copy_from_slice(&tag_word.to_le_bytes());
+    }
+    if checks_abort {
+        // XNU's verdict on the counts of the first 104 words, taken once per range from the
+        // tag words (still in word order) rather than tested at every step, which cost the
+        // loop instructions and registers: the counts at the range's end less the words
+        // from 104 on. The compressor ends its first range with the group that holds word
+        // 103 (`pipeline::compress`), so that is one group here.
+        let mut at = Counts { misses: m, hits: h, partials: p };
+        for group in abort_group..end {
+            let word = u32::from_le_bytes([0, 1, 2, 3].map(|k| s.tags[4 * group + k]));
+            let shift = 2 * EARLY_ABORT_WORDS.saturating_sub(16 * group) as u32;
+            let later = word.checked_shr(shift).unwrap_or(0);
+            let (low, high) = (later & 0x5555_5555, (later >> 1) & 0x5555_5555);
+            at.misses -= (high & !low).count_ones() as usize;
+            at.hits -= low.count_ones() as usize;
+            at.partials -= (low & !high).count_ones() as usize;
+        }
+        if pipeline::aborts_early(at) {
+            return KernelResult::EarlyAbort;
+        }
     }
     // SAFETY: the caller guarantees the instruction set; whole tag words.
     unsafe { V::stream_order_tags(&mut s.tags[tag_bytes]) };
