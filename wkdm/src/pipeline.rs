@@ -34,7 +34,8 @@ use crate::{CompressOptions, Compressed};
 /// `dict`; 256 entries let any `u8` slot index the table without a bounds check.
 ///
 /// Zero words are skipped, so their `prev` items keep whatever an earlier call left there
-/// and their `slots` items are 0; the kernels never read them. Skipping costs a branch per
+/// and their `slots` items are 0 (the slot of 0 where `V` computes the slots in vector
+/// code); the kernels never read them. Skipping costs a branch per
 /// word, yet it made the AVX2 compressor 20% faster on python pages (39% zero words) and 3%
 /// on node pages (11%) than storing zero words into a dummy entry (SPEC.md section 4): the
 /// branch follows regular patterns (the zero upper halves of small 64-bit values) and
@@ -45,16 +46,42 @@ use crate::{CompressOptions, Compressed};
 ///
 /// # Safety
 ///
-/// The CPU must have the instruction set of `V`, whose [`Lanes::slot`] gives each word's
-/// slot.
+/// The CPU must have the instruction set of `V`, whose [`Lanes::hash_index`] gives each
+/// word's hash byte; `page` holds `4 * W` bytes and `groups.end <= W / 16`.
 #[inline(always)]
 pub(crate) unsafe fn recurrence<const W: usize, V: Lanes>(
     page: &[u8],
     prev: &mut [u32; W],
     slots: &mut [u8; W],
-    dict: &mut [u32; 256],
+    dict: &mut Dict,
     groups: Range<usize>,
 ) {
+    if V::VECTOR_SLOTS {
+        // The slots of each two groups from vector code when the first of them is replayed
+        // (a last group without a second, on no page size this crate has, by the scalar
+        // lookup), and the replay stores none: fewer instructions and stores per word than
+        // the replay packing each four slots, which measured faster on AMD Zen 3
+        // (docs/perf/wkdm.md, "Kernel slots in vector code"). The replay still hashes each
+        // word itself, so that its dictionary addresses follow the word by a table load.
+        for group in groups.clone() {
+            if group % 2 != 0 {
+                continue;
+            }
+            if 16 * group + 32 <= W {
+                // SAFETY: words 16 * group..16 * group + 32 are in the page (4 * W bytes, the
+                // caller guarantees) and in `slots` (W items); the caller guarantees V's
+                // instruction set.
+                unsafe {
+                    V::store_slots_of_32(page.as_ptr().add(64 * group), slots.as_mut_ptr().add(16 * group))
+                };
+            } else {
+                for (k, word) in page[64 * group..64 * group + 64].chunks_exact(4).enumerate() {
+                    // SAFETY: the caller guarantees V's instruction set.
+                    slots[16 * group + k] = unsafe { V::slot(format::le32(word)) };
+                }
+            }
+        }
+    }
     let words = 16 * groups.start..16 * groups.end;
     for ((words, prev), slots) in page[4 * words.start..4 * words.end]
         .chunks_exact(16)
@@ -69,7 +96,9 @@ pub(crate) unsafe fn recurrence<const W: usize, V: Lanes>(
             // SAFETY: the caller guarantees V's instruction set.
             packed[k] = unsafe { replay_word::<V>(format::le32(&words[4 * k..]), &mut prev[k], dict) };
         }
-        slots.copy_from_slice(&packed);
+        if !V::VECTOR_SLOTS {
+            slots.copy_from_slice(&packed);
+        }
     }
 }
 
@@ -80,26 +109,46 @@ pub(crate) unsafe fn recurrence<const W: usize, V: Lanes>(
 ///
 /// The CPU must have the instruction set of `V`.
 #[inline(always)]
-unsafe fn replay_word<V: Lanes>(w: u32, prev: &mut u32, dict: &mut [u32; 256]) -> u8 {
+unsafe fn replay_word<V: Lanes>(w: u32, prev: &mut u32, dict: &mut Dict) -> u8 {
     if w == 0 {
         return 0;
     }
     // SAFETY: the caller guarantees V's instruction set.
-    let slot = unsafe { V::slot(w) };
-    *prev = dict[usize::from(slot)];
-    dict[usize::from(slot)] = w;
+    let slot = dict.slot[unsafe { V::hash_index(w) } & 0xFF];
+    *prev = dict.entries[usize::from(slot)];
+    dict.entries[usize::from(slot)] = w;
     slot
+}
+
+/// The replay's dictionary: 256 entries, so that any `u8` slot indexes them without a
+/// bounds check, then a copy of [`format::SLOT`], so that one base register addresses both
+/// in the replay's loop (the table's own address cost the AVX2 kernel an instruction per
+/// word once the vector code had taken the other registers).
+#[repr(C)]
+pub(crate) struct Dict {
+    /// The entries, slot by slot (entries 16 and above unused).
+    pub(crate) entries: [u32; 256],
+    /// [`format::SLOT`].
+    pub(crate) slot: [u8; 256],
+}
+
+impl Dict {
+    /// An empty dictionary (preload 0, as XNU's compressor).
+    #[inline(always)]
+    pub(crate) fn new() -> Self {
+        Self { entries: [0; 256], slot: format::SLOT }
+    }
 }
 
 /// A dictionary replay with [`recurrence`]'s contract: the scalar loop, or a path's own.
 pub(crate) type Replay<const W: usize> =
-    unsafe fn(&[u8], &mut [u32; W], &mut [u8; W], &mut [u32; 256], Range<usize>);
+    unsafe fn(&[u8], &mut [u32; W], &mut [u8; W], &mut Dict, Range<usize>);
 
 /// A per-instruction-set classify kernel (`arch::classify`): it may only run where its
 /// instruction set is present. The dictionary argument is the replay's, for kernels that
 /// replay themselves (a path whose kernel does has no [`Replay`]).
 pub(crate) type Kernel<const W: usize> =
-    unsafe fn(&[u8], &mut Scratch<W>, &mut [u32; 256], bool, Range<usize>, Counts) -> KernelResult;
+    unsafe fn(&[u8], &mut Scratch<W>, &mut Dict, bool, Range<usize>, Counts) -> KernelResult;
 
 /// What a kernel reports for a range of words.
 #[derive(Clone, Copy, Debug)]
@@ -121,13 +170,13 @@ pub(crate) fn compress<const W: usize>(
     out: &mut [u8],
     options: &CompressOptions,
     report_same_value: bool,
-    mut replay: impl FnMut(&[u8], &mut [u32; W], &mut [u8; W], &mut [u32; 256], Range<usize>),
-    mut kernel: impl FnMut(&[u8], &mut Scratch<W>, &mut [u32; 256], bool, Range<usize>, Counts) -> KernelResult,
+    mut replay: impl FnMut(&[u8], &mut [u32; W], &mut [u8; W], &mut Dict, Range<usize>),
+    mut kernel: impl FnMut(&[u8], &mut Scratch<W>, &mut Dict, bool, Range<usize>, Counts) -> KernelResult,
 ) -> Result<Compressed, CompressError> {
     let budget = compress::budget_for::<W>(out, options)?;
     // The groups up to the early-abort point first, so a refused page costs ~1/9 of one.
     let first = EARLY_ABORT_WORDS.div_ceil(16);
-    let mut dict = [0u32; 256];
+    let mut dict = Dict::new();
     let mut counts = Counts::default();
     for groups in [0..first, first..W / 16] {
         replay(page, &mut s.prev, &mut s.slots, &mut dict, groups.clone());

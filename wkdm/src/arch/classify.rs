@@ -4,7 +4,7 @@ use core::ops::Range;
 
 use crate::compress::Counts;
 use crate::format::EARLY_ABORT_WORDS;
-use crate::pipeline::{self, KernelResult};
+use crate::pipeline::{self, Dict, KernelResult};
 use crate::scratch::Scratch;
 
 use super::lanes::Lanes;
@@ -29,7 +29,7 @@ use super::lanes::Lanes;
 pub(crate) unsafe fn classify<V: Lanes, const W: usize, const AHEAD: usize>(
     page: &[u8],
     s: &mut Scratch<W>,
-    dict: &mut [u32; 256],
+    dict: &mut Dict,
     early_abort: bool,
     groups: Range<usize>,
     counts: Counts,

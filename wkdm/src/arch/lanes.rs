@@ -71,6 +71,27 @@ pub(crate) trait Lanes: Copy {
         crate::format::SLOT[index & 0xFF]
     }
 
+    /// Whether the compressor takes its slots from [`Lanes::store_slots_of_32`], 32 words
+    /// at a time, instead of the replay storing each word's (`pipeline::recurrence`).
+    const VECTOR_SLOTS: bool = false;
+
+    /// Writes the slots ([`Lanes::slot`]) of the 32 little-endian words at `words` to
+    /// `dst`.
+    ///
+    /// # Safety
+    ///
+    /// `words` is valid for reads of 128 bytes and `dst` for writes of 32.
+    #[inline(always)]
+    unsafe fn store_slots_of_32(words: *const u8, dst: *mut u8) {
+        for k in 0..32 {
+            // SAFETY: the caller guarantees the instruction set, 128 readable bytes at
+            // `words` and 32 writable at `dst`; k < 32.
+            unsafe {
+                *dst.add(k) = Self::slot(u32::from_le(words.add(4 * k).cast::<u32>().read_unaligned()))
+            };
+        }
+    }
+
     /// The tags of 16 words from their tag-bit masks, in word order (see
     /// [`crate::format::sequential_tag_word`], the default).
     #[inline(always)]

@@ -10,7 +10,7 @@ use core::ops::Range;
 use crate::compress::Counts;
 use crate::decompress::{KEEP, ScalarUnpack, Unpack, validate_page};
 use crate::format::LOW_MASK;
-use crate::pipeline::KernelResult;
+use crate::pipeline::{Dict, KernelResult};
 use crate::scratch::Scratch;
 use pagecodec::DecompressError;
 
@@ -101,7 +101,7 @@ impl Lanes for Neon {
 pub(crate) unsafe fn classify<const W: usize>(
     page: &[u8],
     s: &mut Scratch<W>,
-    dict: &mut [u32; 256],
+    dict: &mut Dict,
     early_abort: bool,
     groups: Range<usize>,
     counts: Counts,

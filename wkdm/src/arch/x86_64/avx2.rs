@@ -12,7 +12,7 @@ use core::ops::Range;
 use crate::compress::Counts;
 use crate::decompress::{KEEP, ScalarUnpack, Unpack, count_tags, validate_page};
 use crate::format::{self, LOW_MASK};
-use crate::pipeline::KernelResult;
+use crate::pipeline::{Dict, KernelResult};
 use crate::scratch::Scratch;
 use pagecodec::DecompressError;
 
@@ -150,6 +150,15 @@ impl Lanes for Avx2 {
         // stored four at a time").
         // SAFETY: the caller guarantees BMI1 (the AVX2 path's features).
         unsafe { _bextr_u32(word, format::LOW_BITS, 8) as usize }
+    }
+
+    const VECTOR_SLOTS: bool = true;
+
+    #[inline(always)]
+    unsafe fn store_slots_of_32(words: *const u8, dst: *mut u8) {
+        // SAFETY: the caller guarantees AVX2, 32 readable words at `words` and 32 writable
+        // bytes at `dst`.
+        unsafe { _mm256_storeu_si256(dst.cast(), slots_of_32(words.cast())) }
     }
 
     #[inline(always)]
@@ -338,7 +347,8 @@ impl Expand for Avx2 {
         unsafe {
             let mut k = 0;
             while k + 32 <= n {
-                _mm256_storeu_si256(dst.add(k).cast(), slots_of_32(src.add(k)));
+                let routes = _mm256_or_si256(slots_of_32(src.add(k)), _mm256_set1_epi8(MISS_ROUTE as i8));
+                _mm256_storeu_si256(dst.add(k).cast(), routes);
                 k += 32;
             }
             while k + 4 <= n {
@@ -375,7 +385,7 @@ impl Expand for Avx2 {
 pub(crate) unsafe fn classify<const W: usize>(
     page: &[u8],
     s: &mut Scratch<W>,
-    dict: &mut [u32; 256],
+    dict: &mut Dict,
     early_abort: bool,
     groups: Range<usize>,
     counts: Counts,
@@ -405,30 +415,31 @@ unsafe fn signed_expand(mask: u32) -> __m256i {
     }
 }
 
-/// The routes of the 32 misses at `misses` ([`Expand::hash_slots`]): each one's slot,
-/// `SLOT[(w >> 10) & 0xFF]`, with [`MISS_ROUTE`] set, looked up in registers. The hash
-/// bytes' low nibbles index 8 byte shuffles of [`SLOT_ROWS`] (rows `h` and `h + 8` of the
-/// 16-by-16 table in each result's two nibbles); a tree of 7 blends on bits 0-2 of the high
-/// nibble picks the shuffle, and bit 3 the nibble.
+/// The slots of the 32 words at `words`, `SLOT[(w >> 10) & 0xFF]`, looked up in registers
+/// (the decoder's misses, [`Expand::hash_slots`]; the compressor's words,
+/// [`Lanes::store_slots_of_32`]). The hash bytes' low nibbles index 8 byte shuffles of
+/// [`SLOT_ROWS`] (rows `h` and `h + 8` of the 16-by-16 table in each result's two nibbles);
+/// a tree of 7 blends on bits 0-2 of the high nibble picks the shuffle, and bit 3 the
+/// nibble.
 ///
 /// # Safety
 ///
-/// The CPU has AVX2; `misses` is valid for reads of 32 words.
+/// The CPU has AVX2; `words` is valid for reads of 32 words.
 #[inline]
 #[target_feature(enable = "avx2")]
 // `unsafe` (and its body in a block) so that Rust 1.85, which has no safe
 // `target_feature` functions, builds it; newer compilers see a needless block.
 #[allow(unused_unsafe)]
-unsafe fn slots_of_32(misses: *const u32) -> __m256i {
+unsafe fn slots_of_32(words: *const u32) -> __m256i {
     // SAFETY: the caller guarantees AVX2 and 32 readable words; each row is 32 bytes.
     unsafe {
         // The hash bytes in order: bits 10-17 of each word, packed from 32-bit to 8-bit
         // lanes (the packs interleave the two 128-bit lanes; `vpermd` puts them back).
         let byte = _mm256_set1_epi32(0xFF);
-        let h0 = _mm256_and_si256(_mm256_srli_epi32::<10>(_mm256_loadu_si256(misses.cast())), byte);
-        let h1 = _mm256_and_si256(_mm256_srli_epi32::<10>(_mm256_loadu_si256(misses.add(8).cast())), byte);
-        let h2 = _mm256_and_si256(_mm256_srli_epi32::<10>(_mm256_loadu_si256(misses.add(16).cast())), byte);
-        let h3 = _mm256_and_si256(_mm256_srli_epi32::<10>(_mm256_loadu_si256(misses.add(24).cast())), byte);
+        let h0 = _mm256_and_si256(_mm256_srli_epi32::<10>(_mm256_loadu_si256(words.cast())), byte);
+        let h1 = _mm256_and_si256(_mm256_srli_epi32::<10>(_mm256_loadu_si256(words.add(8).cast())), byte);
+        let h2 = _mm256_and_si256(_mm256_srli_epi32::<10>(_mm256_loadu_si256(words.add(16).cast())), byte);
+        let h3 = _mm256_and_si256(_mm256_srli_epi32::<10>(_mm256_loadu_si256(words.add(24).cast())), byte);
         let packed = _mm256_packus_epi16(_mm256_packus_epi32(h0, h1), _mm256_packus_epi32(h2, h3));
         let hash = _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
         let nibble = _mm256_set1_epi8(0x0F);
@@ -455,8 +466,7 @@ unsafe fn slots_of_32(misses: *const u32) -> __m256i {
         let (r45, r67) = (_mm256_blendv_epi8(r4, r5, bit0), _mm256_blendv_epi8(r6, r7, bit0));
         let (r03, r47) = (_mm256_blendv_epi8(r01, r23, bit1), _mm256_blendv_epi8(r45, r67, bit1));
         let both = _mm256_blendv_epi8(r03, r47, bit2);
-        let slot = _mm256_and_si256(_mm256_blendv_epi8(both, _mm256_srli_epi16::<4>(both), bit3), nibble);
-        _mm256_or_si256(slot, _mm256_set1_epi8(MISS_ROUTE as i8))
+        _mm256_and_si256(_mm256_blendv_epi8(both, _mm256_srli_epi16::<4>(both), bit3), nibble)
     }
 }
 
@@ -683,7 +693,7 @@ mod tests {
             // SAFETY: AVX2 is available (checked above); 32 readable words.
             let got: [u8; 32] = unsafe { core::mem::transmute(slots_of_32(words.as_ptr())) };
             for k in 0..32 {
-                assert_eq!(got[k], format::slot(words[k]) as u8 | MISS_ROUTE, "{:#x}", words[k]);
+                assert_eq!(got[k], format::slot(words[k]) as u8, "{:#x}", words[k]);
             }
         }
     }

@@ -43,7 +43,7 @@ use core::ops::Range;
 use crate::compress::Counts;
 use crate::decompress::{Validated, validate_page};
 use crate::format::{self, LOW_MASK, SLOT};
-use crate::pipeline::KernelResult;
+use crate::pipeline::{Dict, KernelResult};
 use crate::scratch::Scratch;
 use pagecodec::DecompressError;
 
@@ -414,7 +414,7 @@ pub(crate) unsafe fn replay<const W: usize>(
     page: &[u8],
     prev: &mut [u32; W],
     slots: &mut [u8; W],
-    dict: &mut [u32; 256],
+    dict: &mut Dict,
     groups: Range<usize>,
 ) {
     let words = 16 * groups.start..16 * groups.end;
@@ -425,7 +425,7 @@ pub(crate) unsafe fn replay<const W: usize>(
     unsafe {
         let c = Consts::load();
         let before_lane = load(&BEFORE_LANE);
-        let mut entries = _mm512_loadu_si512(dict.as_ptr().cast());
+        let mut entries = _mm512_loadu_si512(dict.entries.as_ptr().cast());
         for i in words.step_by(16) {
             let group = _mm512_loadu_si512(page.as_ptr().add(4 * i).cast());
             let nonzero = _mm512_test_epi32_mask(group, group);
@@ -441,7 +441,7 @@ pub(crate) unsafe fn replay<const W: usize>(
             _mm_storeu_si128(slots.as_mut_ptr().add(i).cast(), _mm512_cvtepi32_epi8(group_slots));
             entries = _mm512_permutex2var_epi32(entries, c.last(setters), group);
         }
-        _mm512_storeu_si512(dict.as_mut_ptr().cast(), entries);
+        _mm512_storeu_si512(dict.entries.as_mut_ptr().cast(), entries);
     }
 }
 
@@ -529,7 +529,7 @@ impl Lanes for Avx512 {
 pub(crate) unsafe fn classify<const W: usize>(
     page: &[u8],
     s: &mut Scratch<W>,
-    dict: &mut [u32; 256],
+    dict: &mut Dict,
     early_abort: bool,
     groups: Range<usize>,
     counts: Counts,

@@ -6,7 +6,7 @@ use core::ops::Range;
 
 use crate::compress::Counts;
 use crate::format::LOW_MASK;
-use crate::pipeline::KernelResult;
+use crate::pipeline::{Dict, KernelResult};
 use crate::scratch::Scratch;
 
 use super::super::lanes::Lanes;
@@ -126,7 +126,7 @@ unsafe fn shuffle(v: __m128i, table: &[[u8; 16]; 16], mask: u32) -> __m128i {
 pub(crate) unsafe fn classify<const W: usize>(
     page: &[u8],
     s: &mut Scratch<W>,
-    dict: &mut [u32; 256],
+    dict: &mut Dict,
     early_abort: bool,
     groups: Range<usize>,
     counts: Counts,
