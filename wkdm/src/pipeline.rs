@@ -35,11 +35,11 @@ use crate::{CompressOptions, Compressed};
 ///
 /// Zero words are skipped, so their `prev` items keep whatever an earlier call left there
 /// and their `slots` items are 0 (the slot of 0 where `V` computes the slots in vector
-/// code); the kernels never read them. Skipping costs a branch per
-/// word, yet it made the AVX2 compressor 20% faster on python pages (39% zero words) and 3%
-/// on node pages (11%) than storing zero words into a dummy entry (SPEC.md section 4): the
-/// branch follows regular patterns (the zero upper halves of small 64-bit values) and
-/// predicts well, and each skipped word saves two stores and a dictionary load.
+/// code); the kernels never read them. Skipping costs a branch per word, yet it made the
+/// AVX2 compressor 20% faster on python pages (39% zero words) and 3% on node pages (11%)
+/// than storing zero words into a dummy entry (SPEC.md section 4): the branch follows
+/// regular patterns (the zero upper halves of small 64-bit values) and predicts well, and
+/// each skipped word saves two stores and a dictionary load.
 ///
 /// Always inlined: the interleaving kernels call it once per group, and as a call it made
 /// them slower than two passes.

@@ -403,8 +403,8 @@ pub(crate) unsafe fn decompress<const W: usize>(
 /// [`recurrence`](crate::pipeline::recurrence), 16 words per step: each word's `prev` is the
 /// last earlier non-zero word of its slot in the group, or the group's dictionary entry,
 /// found as in the decoder with one bit matrix (the non-zero words; `setters` lays out two,
-/// and the second, a copy, is not used). The dictionary travels in `dict[..16]` between
-/// calls. Zero words get a `prev` and a slot too, which the kernels ignore.
+/// and the second, a copy, is not used). The dictionary travels in `dict.entries[..16]`
+/// between calls. Zero words get a `prev` and a slot too, which the kernels ignore.
 ///
 /// # Safety
 ///
