@@ -3,6 +3,7 @@
 use core::ops::Range;
 
 use crate::compress::Counts;
+use crate::decompress::count_tags;
 use crate::format::EARLY_ABORT_WORDS;
 use crate::pipeline::{self, Dict, KernelResult};
 use crate::scratch::Scratch;
@@ -46,7 +47,9 @@ pub(crate) unsafe fn classify<V: Lanes, const W: usize, const AHEAD: usize>(
     }
     let tag_bytes = 4 * groups.start..4 * groups.end;
     let end = groups.end;
-    // The group that holds the last word counted.
+    // The group that holds the last word counted (word 104's tag starts a byte of the
+    // tags, which the check below reads from).
+    const { assert!(EARLY_ABORT_WORDS % 4 == 0) };
     let abort_group = (EARLY_ABORT_WORDS - 1) / 16;
     let checks_abort = early_abort && groups.contains(&abort_group);
     for group in groups {
@@ -89,21 +92,12 @@ pub(crate) unsafe fn classify<V: Lanes, const W: usize, const AHEAD: usize>(
         s.tags[4 * group..4 * group + 4].copy_from_slice(&tag_word.to_le_bytes());
     }
     if checks_abort {
-        // XNU's verdict on the counts of the first 104 words, taken once per range from the
-        // tag words (still in word order) rather than tested at every step, which cost the
-        // loop instructions and registers: the counts at the range's end less the words
-        // from 104 on. The compressor ends its first range with the group that holds word
-        // 103 (`pipeline::compress`), so that is one group here.
-        let mut at = Counts { misses: m, hits: h, partials: p };
-        for group in abort_group..end {
-            let word = u32::from_le_bytes([0, 1, 2, 3].map(|k| s.tags[4 * group + k]));
-            let shift = 2 * EARLY_ABORT_WORDS.saturating_sub(16 * group) as u32;
-            let later = word.checked_shr(shift).unwrap_or(0);
-            let (low, high) = (later & 0x5555_5555, (later >> 1) & 0x5555_5555);
-            at.misses -= (high & !low).count_ones() as usize;
-            at.hits -= low.count_ones() as usize;
-            at.partials -= (low & !high).count_ones() as usize;
-        }
+        // XNU's verdict on the counts of the first 104 words, taken once per range rather
+        // than tested at every step, which cost the loop instructions and registers: the
+        // counts at the range's end less those of the words from 104 on, whose tags (in
+        // word order here, four to a byte) the decoder's tag count reads.
+        let (later_m, later_h, later_p) = count_tags(&s.tags[EARLY_ABORT_WORDS / 4..4 * end]);
+        let at = Counts { misses: m - later_m, hits: h - later_h, partials: p - later_p };
         if pipeline::aborts_early(at) {
             return KernelResult::EarlyAbort;
         }
