@@ -80,6 +80,32 @@ const fn expand_orders<const N: usize>(unselected: u8) -> [u64; N] {
 /// reads lane 0).
 static EXPAND_ORDER: [u64; 256] = expand_orders(0x80);
 
+/// Per mask of 8 lanes, the `vpshufb` control that widens the `j`-th of 8 `u16` items (both
+/// 128-bit halves holding the same 16 bytes) into the `j`-th selected 32-bit lane, 0 elsewhere
+/// (index 0x80). [`Avx2::expand_values`] places the low bits with it: a `vpermd` of the
+/// widened items followed by the zeroing of lanes that are neither MISS nor PARTIAL took
+/// three instructions more per 8 words (docs/perf/wkdm.md, "Low bits by byte shuffle").
+static LOW_SHUFFLE: [[u8; 32]; 256] = {
+    let mut table = [[0x80u8; 32]; 256];
+    let mut mask = 0;
+    while mask < 256 {
+        let (mut k, mut rank) = (0, 0);
+        while k < 8 {
+            if mask & (1 << k) != 0 {
+                // Bytes 4k.. of the control fill lane k. `vpshufb` indexes within each
+                // 128-bit half, and both halves hold the 8 items, so item `rank` is bytes
+                // 2 * rank and 2 * rank + 1 whichever half lane k is in.
+                table[mask][4 * k] = 2 * rank;
+                table[mask][4 * k + 1] = 2 * rank + 1;
+                rank += 1;
+            }
+            k += 1;
+        }
+        mask += 1;
+    }
+    table
+};
+
 /// [`expand_orders`] with 8 for the unselected lanes, where [`Avx2::store_routes`] keeps
 /// [`ZERO_ROUTE`]. One entry more than masks, so that a 16-byte load at any mask stays
 /// inside (only its first 8 bytes matter).
@@ -123,6 +149,23 @@ unsafe fn lane_indices(order: &u64) -> __m256i {
 unsafe fn left_pack(mask: u32) -> __m256i {
     // SAFETY: the caller guarantees AVX2, all these intrinsics need.
     unsafe { lane_indices(&PACK_ORDER[(mask & 0xFF) as usize]) }
+}
+
+/// `v`, in a register (an empty `asm!`): given the sign-extended lane order of
+/// [`Avx2::expand_values`], LLVM loaded it twice, zero-extended for the `vpermd` (which reads
+/// only the low 3 bits) and sign-extended for the blend, an instruction more per 8 words.
+#[inline]
+#[target_feature(enable = "avx2")]
+// `unsafe` (and its body in a block) so that Rust 1.85, which has no safe
+// `target_feature` functions, builds it; newer compilers see a needless block.
+#[allow(unused_unsafe)]
+unsafe fn in_register(mut v: __m256i) -> __m256i {
+    // SAFETY: the template is empty, so no instruction runs and no memory or flag changes;
+    // the operand only makes `v` a value in a `ymm` register at this point.
+    unsafe {
+        core::arch::asm!("/* {0} */", inout(ymm_reg) v, options(pure, nomem, nostack, preserves_flags))
+    };
+    v
 }
 
 /// The sign bits of the 8 lanes.
@@ -257,16 +300,15 @@ impl Expand for Avx2 {
         // `lows`, and AVX2.
         unsafe {
             // Sign-extended `vpermd` indices: an unselected lane's index is 0x80, negative,
-            // so its sign bit drives the blends (`vpermd` itself reads only the low 3 bits).
-            let (miss_order, partial_order) = (signed_expand(miss), signed_expand(partial));
+            // so its sign bit drives the blend (`vpermd` itself reads only the low 3 bits).
+            let miss_order = in_register(signed_expand(miss));
             let missed = _mm256_permutevar8x32_epi32(_mm256_loadu_si256(misses.cast()), miss_order);
-            let lows = _mm256_permutevar8x32_epi32(
-                _mm256_cvtepu16_epi32(_mm_loadu_si128(lows.cast())),
-                partial_order,
+            let lows = _mm256_shuffle_epi8(
+                _mm256_broadcastsi128_si256(_mm_loadu_si128(lows.cast())),
+                _mm256_loadu_si256(LOW_SHUFFLE.as_ptr().add((partial & 0xFF) as usize).cast()),
             );
-            // Lanes that are no MISS take the low bits; lanes that are neither get 0.
-            let values = blend_on_sign(missed, lows, miss_order);
-            Avx2(blend_on_sign(values, _mm256_setzero_si256(), _mm256_and_si256(miss_order, partial_order)))
+            // Lanes that are no MISS take the low bits, 0 in lanes that are neither.
+            Avx2(blend_on_sign(missed, lows, miss_order))
         }
     }
 
@@ -674,6 +716,46 @@ mod tests {
             }
             rng.fill(&mut tags);
             assert_eq!(vector(&tags[..len]), count_tags(&tags[..len]), "{len}");
+        }
+    }
+
+    #[test]
+    fn expanded_values_follow_the_masks() {
+        if !avx2_here("expanded_values_follow_the_masks") {
+            return;
+        }
+        // Distinct misses with their top and bottom bits set, distinct 10-bit low bits: a
+        // value in the wrong lane, or a byte of the wrong item, shows.
+        let misses: [u32; 8] = core::array::from_fn(|k| 0x8000_0001 | (k as u32 + 1) << 20 | 0x3FF << 1);
+        let lows: [u16; 8] = core::array::from_fn(|k| 0x3FF - k as u16);
+        // Every assignment of MISS, PARTIAL or neither to the 8 lanes.
+        for code in 0..3u32.pow(8) {
+            let (mut miss, mut partial, mut c) = (0, 0, code);
+            for k in 0..8 {
+                match c % 3 {
+                    1 => miss |= 1 << k,
+                    2 => partial |= 1 << k,
+                    _ => {}
+                }
+                c /= 3;
+            }
+            // SAFETY: AVX2 is available (checked above); 8 readable items at each source.
+            let got: [u32; 8] = unsafe {
+                core::mem::transmute(Avx2::expand_values(misses.as_ptr(), miss, lows.as_ptr(), partial).0)
+            };
+            let (mut m, mut p) = (0, 0);
+            for (k, &got) in got.iter().enumerate() {
+                let want = if miss & 1 << k != 0 {
+                    m += 1;
+                    misses[m - 1]
+                } else if partial & 1 << k != 0 {
+                    p += 1;
+                    u32::from(lows[p - 1])
+                } else {
+                    0
+                };
+                assert_eq!(got, want, "lane {k}, misses {miss:#010b}, partial {partial:#010b}");
+            }
         }
     }
 
