@@ -86,18 +86,20 @@ static EXPAND_ORDER: [u64; 256] = expand_orders(0x80);
 /// widened items followed by the zeroing of lanes that are neither MISS nor PARTIAL took
 /// three instructions more per 8 words (docs/perf/wkdm.md, "Low bits by byte shuffle").
 static LOW_SHUFFLE: [[u8; 32]; 256] = {
+    // Each selected lane's rank among the selected ones, 0x80 for the others.
+    let ranks = expand_orders::<256>(0x80);
     let mut table = [[0x80u8; 32]; 256];
     let mut mask = 0;
     while mask < 256 {
-        let (mut k, mut rank) = (0, 0);
+        let mut k = 0;
         while k < 8 {
-            if mask & (1 << k) != 0 {
+            let rank = (ranks[mask] >> (8 * k)) as u8;
+            if rank != 0x80 {
                 // Bytes 4k.. of the control fill lane k. `vpshufb` indexes within each
                 // 128-bit half, and both halves hold the 8 items, so item `rank` is bytes
                 // 2 * rank and 2 * rank + 1 whichever half lane k is in.
                 table[mask][4 * k] = 2 * rank;
                 table[mask][4 * k + 1] = 2 * rank + 1;
-                rank += 1;
             }
             k += 1;
         }
