@@ -57,13 +57,14 @@ STEP = "        unsafe { step::<V, W>(s, page, &mut at) };\n"
 STORE = "        dict[usize::from(if SPLIT { route & STORE_BITS } else { route })] = w;\n"
 LOAD = "        let w = (dict[usize::from(route)] & keep) | value;\n"
 ROUTES = "        V::store_routes(indices, hit, slots, miss, s.word_routes.as_mut_ptr().add(i));\n"
+NO_CHAIN = [(CHAIN, ""), (TAIL, "    core::hint::black_box(&mut dict);\n")]
 edits = {
     "check-off": [(
         "if *back != *page {",
         "if false && *back != *page {",
     )],
-    "no-chain": [(CHAIN, ""), (TAIL, "    core::hint::black_box(&mut dict);\n")],
-    "no-stage1": [(CHAIN, ""), (TAIL, "    core::hint::black_box(&mut dict);\n"), (STEP, "")],
+    "no-chain": NO_CHAIN,
+    "no-stage1": NO_CHAIN + [(STEP, "")],
     "no-dict-store": [(STORE, "        if !SPLIT { dict[usize::from(route)] = w; }\n")],
     "exact-dump": [
         (ROUTES, ROUTES +
