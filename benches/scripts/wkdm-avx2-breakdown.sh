@@ -15,7 +15,13 @@
 # (default: all):
 #   no-stage1      validation, the misses' slots and the tags pass; no stage 1, no chain
 #   no-chain       everything but the chain (stage 2 does nothing)
-#   no-dict-store  the chain without its dictionary store
+#   no-dict-store  the chain without its dictionary store (the dictionary hidden from the
+#                  compiler, which would otherwise fold its loads to the preload value)
+#   unread-store   the chain's dictionary stores go to entries no word reads (the same
+#                  instructions; no load depends on a store)
+#   fixed-store    the chain's dictionary stores all go to one entry no word reads (no load
+#                  depends on a store, and the store's address needs no instructions)
+#   no-page-store  the chain without its page store (the dictionary kept)
 #   exact-dump     exact hits write an entry no word reads (stage 1 sets route bit 0x80 where
 #                  the tag is EXACT; the chain reads `route & 0x3F`, writes `route & 0x9F`)
 #   ordered        each dictionary load waits for the address of the store before it (that
@@ -24,12 +30,13 @@
 # it edits has changed.
 set -euo pipefail
 
-usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 [ $# -ge 3 ] || usage
 corpora=$(cd "$1" && pwd) outdir=$2 rounds=$3
 shift 3
 variants=("$@")
-[ ${#variants[@]} -gt 0 ] || variants=(no-stage1 no-chain no-dict-store exact-dump ordered)
+[ ${#variants[@]} -gt 0 ] ||
+    variants=(no-stage1 no-chain no-dict-store unread-store fixed-store no-page-store exact-dump ordered)
 for name in dom sqlite json gcc rustc; do
     [ -s "$corpora/$name.pages" ] || { echo "wkdm-avx2-breakdown: no $corpora/$name.pages" >&2; exit 2; }
 done
@@ -56,6 +63,8 @@ TAIL = (
 STEP = "        unsafe { step::<V, W>(s, page, &mut at) };\n"
 STORE = "        dict[usize::from(if SPLIT { route & STORE_BITS } else { route })] = w;\n"
 LOAD = "        let w = (dict[usize::from(route)] & keep) | value;\n"
+DICT = "    let mut dict = new_dictionary(preload);\n"
+PAGE = "        word.copy_from_slice(&w.to_le_bytes());\n"
 ROUTES = "        V::store_routes(indices, hit, slots, miss, s.word_routes.as_mut_ptr().add(i));\n"
 NO_CHAIN = [(CHAIN, ""), (TAIL, "    core::hint::black_box(&mut dict);\n")]
 edits = {
@@ -65,7 +74,13 @@ edits = {
     )],
     "no-chain": NO_CHAIN,
     "no-stage1": NO_CHAIN + [(STEP, "")],
-    "no-dict-store": [(STORE, "        if !SPLIT { dict[usize::from(route)] = w; }\n")],
+    "no-dict-store": [
+        (STORE, "        if !SPLIT { dict[usize::from(route)] = w; }\n"),
+        (DICT, DICT + "    core::hint::black_box(&mut dict);\n"),
+    ],
+    "unread-store": [(STORE, "        dict[usize::from(if SPLIT { (route & STORE_BITS) + 64 } else { route })] = w;\n")],
+    "fixed-store": [(STORE, "        dict[usize::from(if SPLIT { STORE_BITS } else { route })] = w;\n")],
+    "no-page-store": [(PAGE, "        if !SPLIT { word.copy_from_slice(&w.to_le_bytes()); }\n")],
     "exact-dump": [
         (ROUTES, ROUTES +
             "        let t = core::ptr::read_unaligned(s.tags.as_ptr().add(i).cast::<u64>());\n"
