@@ -78,10 +78,7 @@ const fn expand_orders<const N: usize>(unselected: u8) -> [u64; N] {
 
 /// [`expand_orders`] with 0x80 for the unselected lanes (`pshufb` zeroes them, `vpermd`
 /// reads lane 0): each selected lane's rank among the selected ones.
-const EXPAND_RANKS: [u64; 256] = expand_orders(0x80);
-
-/// [`EXPAND_RANKS`] in memory, where [`signed_expand`] looks its entries up.
-static EXPAND_ORDER: [u64; 256] = EXPAND_RANKS;
+static EXPAND_ORDER: [u64; 256] = expand_orders(0x80);
 
 /// Per mask of 8 lanes, the `vpshufb` control that widens the `j`-th of 8 `u16` items (both
 /// 128-bit halves holding the same 16 bytes) into the `j`-th selected 32-bit lane, 0 elsewhere
@@ -89,7 +86,7 @@ static EXPAND_ORDER: [u64; 256] = EXPAND_RANKS;
 /// widened items followed by the zeroing of lanes that are neither MISS nor PARTIAL took
 /// three instructions more per 8 words (docs/perf/wkdm.md, "Low bits by byte shuffle").
 static LOW_SHUFFLE: [[u8; 32]; 256] = {
-    let ranks = EXPAND_RANKS;
+    let ranks = EXPAND_ORDER;
     let mut table = [[0x80u8; 32]; 256];
     let mut mask = 0;
     while mask < 256 {
