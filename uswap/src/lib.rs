@@ -12,6 +12,10 @@
 //! meanwhile waits on a write-protect fault, which that thread handles after the eviction,
 //! so no write is ever lost; a store that refuses the page (`Full`) leaves it resident.
 //!
+//! A child made by `fork` gets no copy of the region (`MADV_DONTFORK`): the fault thread
+//! serves this process alone, and a copy without it would read every stored page as zeros.
+//! In the child an access to the region faults (`SIGSEGV`); `exec` is unaffected.
+//!
 //! Linux only; elsewhere the crate is empty.
 //!
 //! ```no_run

@@ -227,7 +227,8 @@ unsafe impl Send for Region {}
 unsafe impl Sync for Region {}
 
 impl Region {
-    /// A region of `pages` pages, all reading as zeros.
+    /// A region of `pages` pages, all reading as zeros. A child made by `fork` gets no copy
+    /// of it (see the [crate documentation](crate)).
     ///
     /// # Errors
     ///
@@ -267,6 +268,17 @@ impl Region {
             unsafe { libc::munmap(base.cast(), len) };
             e
         };
+        // A child made by `fork` would get a copy of the mapping without the registration
+        // (the kernel drops it unless the fault thread serves the child's faults too), so the
+        // pages held in the store would read as zeros there. Without the mapping, a child's
+        // access faults instead of returning wrong bytes.
+        // SAFETY: advice on the mapping made above, which nothing uses yet.
+        if unsafe { libc::madvise(base.cast(), len, libc::MADV_DONTFORK) } != 0 {
+            return Err(unmap(UswapError::Setup(
+                "keeping the region out of forked children",
+                io::Error::last_os_error(),
+            )));
+        }
         sys::register(&uffd, base as usize, len)
             .map_err(|e| unmap(UswapError::Setup("registering the region", e)))?;
         // SAFETY: eventfd takes an initial count and flags and returns a descriptor or -1.

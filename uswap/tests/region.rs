@@ -106,6 +106,53 @@ fn sequential_scans_bring_pages_in_by_windows() {
 }
 
 #[test]
+fn a_forked_child_faults_instead_of_reading_zeros() {
+    // The child gets no copy of the region: without one it would read a stored page as
+    // zeros, since the kernel does not carry the registration over to it.
+    let pages = 64;
+    let mut region = region(pages, 8, StoreConfig::default());
+    for page in 0..pages {
+        region.write(page * PAGE_SIZE, &content(page, 1)).unwrap();
+    }
+    assert!(region.stats().swap_outs > 0, "no page was stored before the fork");
+    let stored = region.as_ptr();
+    // SAFETY: the child only reads one byte and exits, calling nothing that takes a lock
+    // another thread of this process may have held at the fork.
+    let child = unsafe { libc::fork() };
+    assert!(child >= 0, "fork: {}", std::io::Error::last_os_error());
+    if child == 0 {
+        // SAFETY: in the parent this is page 0's first byte (stored); in the child it must
+        // fault. Exit code 0 would mean it read a zero.
+        let byte = unsafe { stored.read_volatile() };
+        // SAFETY: `_exit` ends the child without running the parent's destructors.
+        unsafe { libc::_exit(if byte == 0 { 0 } else { 1 }) };
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut status = 0;
+    loop {
+        // SAFETY: waits for the child forked above; `status` is a valid out-pointer.
+        let done = unsafe { libc::waitpid(child, &mut status, libc::WNOHANG) };
+        assert!(done >= 0, "waitpid: {}", std::io::Error::last_os_error());
+        if done == child {
+            break;
+        }
+        if std::time::Instant::now() > deadline {
+            // SAFETY: the child forked above, still running.
+            unsafe { libc::kill(child, libc::SIGKILL) };
+            panic!("the forked child neither faulted nor exited in 20 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(
+        libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGSEGV,
+        "the child was not stopped by SIGSEGV: status {status:#x} (exit code 0: it read a zero)"
+    );
+    let mut back = vec![0u8; PAGE_SIZE];
+    region.read(0, &mut back).unwrap();
+    assert!(back == content(0, 1), "the parent's page 0 changed");
+}
+
+#[test]
 fn a_full_store_keeps_pages_resident_and_intact() {
     // Room for one 32 KiB chunk of the store: most evictions are refused and those pages
     // stay resident.
