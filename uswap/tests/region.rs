@@ -106,6 +106,36 @@ fn sequential_scans_bring_pages_in_by_windows() {
 }
 
 #[test]
+fn system_calls_read_and_write_stored_pages() {
+    // The kernel's own copies from and into the region (a file's `write` and `read`) fault
+    // like the process's accesses and are resolved by the fault thread.
+    use std::io::{Read, Write};
+    let pages = 64;
+    let mut region = region(pages, 8, StoreConfig::default());
+    for page in 0..pages {
+        region.write(page * PAGE_SIZE, &content(page, 1)).unwrap();
+    }
+    assert!(region.stats().resident_pages <= 8);
+    let path = std::env::temp_dir().join(format!("uswap-syscalls-{}", std::process::id()));
+    let base = region.as_ptr();
+    // SAFETY: pages 0 and 1 of the region, which no other code touches during the call.
+    let first = unsafe { std::slice::from_raw_parts(base, 2 * PAGE_SIZE) };
+    std::fs::File::create(&path).unwrap().write_all(first).unwrap();
+    let written = std::fs::read(&path).unwrap();
+    assert!(written[..PAGE_SIZE] == content(0, 1)[..] && written[PAGE_SIZE..] == content(1, 1)[..]);
+    // Into pages 40 and 41, stored since: the file's bytes replace theirs.
+    // SAFETY: as above, pages 40 and 41.
+    let later = unsafe { std::slice::from_raw_parts_mut(base.add(40 * PAGE_SIZE), 2 * PAGE_SIZE) };
+    std::fs::File::open(&path).unwrap().read_exact(later).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let mut back = vec![0u8; PAGE_SIZE];
+    for (page, want) in [(40, content(0, 1)), (41, content(1, 1)), (42, content(42, 1))] {
+        region.read(page * PAGE_SIZE, &mut back).unwrap();
+        assert!(back == want, "page {page}");
+    }
+}
+
+#[test]
 fn a_forked_child_faults_instead_of_reading_zeros() {
     // The child gets no copy of the region: without one it would read a stored page as
     // zeros, since the kernel does not carry the registration over to it.
