@@ -26,7 +26,7 @@ pub(crate) enum State {
 /// How the fault thread brings pages in and out.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Tuning {
-    /// Most pages resident at once (at least 1).
+    /// Most pages resident at once (at least [`MIN_RESIDENT`]).
     pub(crate) limit: usize,
     /// Most pages one fault brings in (the faulting page and the ones after it).
     pub(crate) readahead: usize,
@@ -34,15 +34,28 @@ pub(crate) struct Tuning {
     pub(crate) batch: usize,
 }
 
+/// The fewest pages a region keeps resident: as many as one instruction may need at once.
+///
+/// An access is retried until every page it touches is resident, and each fault evicts the
+/// oldest pages. With fewer resident pages than one instruction touches, the fault for its
+/// last page evicts its first, and the thread faults for ever: at a limit of one page, an
+/// 8-byte store across a page boundary did. An x86-64 string move whose source and
+/// destination both cross a page boundary touches four pages.
+pub(crate) const MIN_RESIDENT: usize = 4;
+
 impl Tuning {
-    /// Clamps the knobs to the limit: a fault never brings in more than half the resident
-    /// set, and a reclaim never empties more than a quarter of it, so a small region keeps
-    /// its working set.
+    /// Clamps the knobs to the limit: at least [`MIN_RESIDENT`] pages resident, and neither
+    /// a fault's readahead nor a reclaim more than a quarter of them.
+    ///
+    /// The quarter keeps an instruction's pages resident while it faults them in one by
+    /// one: the (at most four) faults it takes bring in at most the whole resident set, so
+    /// none of them evicts a page an earlier one brought. With windows of up to half the
+    /// limit, the string move across four pages at a limit of four faulted for ever.
     pub(crate) fn new(limit: usize, readahead: usize, batch: usize) -> Tuning {
-        let limit = limit.max(1);
+        let limit = limit.max(MIN_RESIDENT);
         Tuning {
             limit,
-            readahead: readahead.clamp(1, (limit / 2).max(1)),
+            readahead: readahead.clamp(1, (limit / 4).max(1)),
             batch: batch.clamp(1, (limit / 4).max(1)),
         }
     }
@@ -346,11 +359,13 @@ mod tests {
 
     #[test]
     fn tuning_keeps_small_regions_working() {
-        let t = Tuning::new(3, 16, 32);
-        assert_eq!((t.limit, t.readahead, t.batch), (3, 1, 1));
+        let t = Tuning::new(9, 16, 32);
+        assert_eq!((t.limit, t.readahead, t.batch), (9, 2, 2));
         let t = Tuning::new(4096, 16, 32);
         assert_eq!((t.limit, t.readahead, t.batch), (4096, 16, 32));
+        let t = Tuning::new(3, 16, 32);
+        assert_eq!((t.limit, t.readahead, t.batch), (MIN_RESIDENT, 1, 1));
         let t = Tuning::new(0, 0, 0);
-        assert_eq!((t.limit, t.readahead, t.batch), (1, 1, 1));
+        assert_eq!((t.limit, t.readahead, t.batch), (MIN_RESIDENT, 1, 1));
     }
 }

@@ -58,7 +58,10 @@ impl std::error::Error for UswapError {}
 
 /// How a region keeps its pages.
 pub struct RegionConfig {
-    /// Most pages resident at once (at least 1); the others live compressed in the store.
+    /// Most pages resident at once; the others live compressed in the store. At least 4:
+    /// an access is retried until every page it touches is resident, and one x86-64
+    /// instruction may touch four (a limit of one page faulted for ever on a store across
+    /// a page boundary).
     pub resident_limit: usize,
     /// The store's codec, made once per shard.
     pub codec: CodecFactory,
@@ -68,8 +71,9 @@ pub struct RegionConfig {
     pub store: StoreConfig,
     /// Most pages one fault brings in: the faulting page and the pages after it, when the
     /// fault continues a sequential scan (the window doubles from 1 on each such fault and
-    /// falls back to 1 on any other). 1 turns readahead off. At most half the resident
-    /// limit.
+    /// falls back to 1 on any other). 1 turns readahead off. At most a quarter of the
+    /// resident limit, so that the faults of one instruction cannot evict each other's
+    /// pages.
     pub readahead: usize,
     /// Pages evicted together when room is needed (write-protected and dropped as ranges).
     /// At most a quarter of the resident limit.
