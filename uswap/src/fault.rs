@@ -23,6 +23,15 @@ pub(crate) enum State {
     Stored,
 }
 
+/// Why a fault could not be resolved.
+enum Unresolved {
+    /// The store could not give the faulting page back: its codec failed to decode the
+    /// page's stream.
+    Load,
+    /// The kernel would not map the range (`UFFDIO_COPY` or `UFFDIO_ZEROPAGE` failed).
+    Map(io::Error),
+}
+
 /// How the fault thread brings pages in and out.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Tuning {
@@ -176,18 +185,37 @@ impl FaultThread {
         self.reclaim(n, victims);
         let room = self.tuning.limit.saturating_sub(lock(&self.shared.counters).resident).max(1);
         n = n.min(room);
-        let resolved = self.bring_in(page, n, msg.flags & sys::FLAG_WRITE != 0, area);
-        if resolved == 0 {
-            return;
-        }
+        let resolved = match self.bring_in(page, n, msg.flags & sys::FLAG_WRITE != 0, area) {
+            Ok(resolved) => resolved,
+            Err(Unresolved::Map(e)) if e.raw_os_error() == Some(libc::EAGAIN) => {
+                // The address space kept changing under the ioctl: the thread retries the
+                // access and faults again.
+                let _ = sys::wake(&self.uffd, addr, PAGE_SIZE);
+                return;
+            }
+            Err(_) => {
+                // Left waiting, the thread would wait for ever, and waking it would only
+                // repeat the fault: it gets the kernel's answer to a fault it cannot resolve.
+                self.count(|c| c.unresolved_faults += 1);
+                let _ = sys::signal_bus(msg.thread);
+                return;
+            }
+        };
         self.next_expected = page + resolved;
         let ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
         self.count(|c| c.record_latency(ns));
     }
 
     /// Maps pages `page..page + n` (none resident) from the store or as zeros, with one
-    /// `UFFDIO_ZEROPAGE` or `UFFDIO_COPY` for the whole range. Returns the pages mapped.
-    fn bring_in(&mut self, page: usize, n: usize, write: bool, area: &mut [Page]) -> usize {
+    /// `UFFDIO_ZEROPAGE` or `UFFDIO_COPY` for the whole range. Returns the pages mapped: the
+    /// range stops before a page after the first that the store cannot give back.
+    fn bring_in(
+        &mut self,
+        page: usize,
+        n: usize,
+        write: bool,
+        area: &mut [Page],
+    ) -> Result<usize, Unresolved> {
         let addr = self.page_addr(page);
         let first = self.state[page];
         let all_absent = self.state[page..page + n].iter().all(|&s| s == State::Absent);
@@ -199,8 +227,8 @@ impl FaultThread {
                 match self.state[page + i] {
                     State::Stored => {
                         if self.shared.store.load((page + i) as u64, slot).is_err() {
-                            // Cannot happen for a page this thread stored; never hand out
-                            // other data: bring in only the pages before it.
+                            // Only a codec that cannot decode its own stream fails here;
+                            // never hand out other data: bring in only the pages before it.
                             n = i;
                             break;
                         }
@@ -210,7 +238,7 @@ impl FaultThread {
                 }
             }
             if n == 0 {
-                return 0;
+                return Err(Unresolved::Load);
             }
         }
         // The counters are updated, and the store emptied of the pages brought in, under
@@ -233,9 +261,9 @@ impl FaultThread {
         } else {
             sys::copy(&self.uffd, addr, area.as_ptr().cast(), n * PAGE_SIZE)
         };
-        if done.is_err() {
+        if let Err(e) = done {
             tally(&mut c, -1);
-            return 0;
+            return Err(Unresolved::Map(e));
         }
         for p in page..page + n {
             if self.state[p] == State::Stored {
@@ -244,7 +272,7 @@ impl FaultThread {
             self.state[p] = State::Resident;
             self.fifo.push_back(p);
         }
-        n
+        Ok(n)
     }
 
     /// Makes room for `n` more pages: when they would pass the limit, evicts the oldest

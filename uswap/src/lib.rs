@@ -12,6 +12,10 @@
 //! meanwhile waits on a write-protect fault, which that thread handles after the eviction,
 //! so no write is ever lost; a store that refuses the page (`Full`) leaves it resident.
 //!
+//! A fault the thread cannot resolve (a page the codec cannot decode again) ends the access
+//! with `SIGBUS`, as the kernel ends an access to a swapped-out page it cannot read; a panic
+//! in the fault thread (a codec's) aborts the process. Neither leaves a thread waiting.
+//!
 //! A child made by `fork` gets no copy of the region (`MADV_DONTFORK`): the fault thread
 //! serves this process alone, and a copy without it would read every stored page as zeros.
 //! In the child an access to the region faults (`SIGSEGV`); `exec` is unaffected.

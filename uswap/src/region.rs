@@ -145,6 +145,10 @@ pub struct RegionStats {
     pub swap_outs: u64,
     /// Evictions given up because the store refused the page (it stays resident).
     pub evictions_refused: u64,
+    /// Faults the fault thread could not resolve (a page its codec could not decode, a
+    /// range the kernel would not map): each ended the faulting thread's access with
+    /// `SIGBUS`, as the kernel ends an access whose swapped-out page it cannot read.
+    pub unresolved_faults: u64,
     /// Pages resident now (as the region counts them).
     pub resident_pages: usize,
     /// Time to resolve a missing-page fault.
@@ -168,6 +172,7 @@ pub(crate) struct Counters {
     pub(crate) wp_faults: u64,
     pub(crate) swap_outs: u64,
     pub(crate) evictions_refused: u64,
+    pub(crate) unresolved_faults: u64,
     pub(crate) resident: usize,
     /// Fault times in ns (the first `MAX_SAMPLES`, then every later one replaces one).
     latencies: Vec<u64>,
@@ -309,7 +314,14 @@ impl Region {
         );
         let thread = std::thread::Builder::new()
             .name("uswap-faults".into())
-            .spawn(move || worker.run())
+            .spawn(move || {
+                // A panic here (a codec's, as the store calls it) would leave every later
+                // fault unresolved and its thread waiting for ever. The panic message is out
+                // already; end the process rather than hang it.
+                if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| worker.run())).is_err() {
+                    std::process::abort();
+                }
+            })
             .map_err(|e| unmap(UswapError::Setup("starting the fault thread", e)))?;
         Ok(Region { base, len, uffd, stop, thread: Some(thread), shared })
     }
@@ -379,6 +391,7 @@ impl Region {
             wp_faults: c.wp_faults,
             swap_outs: c.swap_outs,
             evictions_refused: c.evictions_refused,
+            unresolved_faults: c.unresolved_faults,
             resident_pages: c.resident,
             fault_latency: Latency { count: c.timed, median: rank(0.5), p99: rank(0.99), max: c.max },
             store: self.shared.store.stats(),

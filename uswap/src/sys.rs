@@ -73,7 +73,9 @@ pub(crate) struct Message {
     _reserved3: u32,
     pub(crate) flags: u64,
     pub(crate) address: u64,
-    _feature: u64,
+    /// The faulting thread's id (`UFFD_FEATURE_THREAD_ID`).
+    pub(crate) thread: u32,
+    _reserved4: u32,
 }
 
 const _: () = assert!(std::mem::size_of::<Message>() == 32);
@@ -90,6 +92,7 @@ const UFFDIO_WRITEPROTECT: u64 = ioc(WRITE_READ, 0x06, std::mem::size_of::<Uffdi
 const USERFAULTFD_IOC_NEW: u64 = UFFDIO << 8;
 
 const UFFD_FEATURE_PAGEFAULT_FLAG_WP: u64 = 1 << 0;
+const UFFD_FEATURE_THREAD_ID: u64 = 1 << 8;
 const REGISTER_MODE_MISSING: u64 = 1;
 const REGISTER_MODE_WP: u64 = 2;
 const WRITEPROTECT_MODE_WP: u64 = 1;
@@ -109,7 +112,7 @@ fn ioctl<T>(fd: &OwnedFd, request: u64, arg: &mut T) -> io::Result<()> {
 }
 
 /// A new userfaultfd (non-blocking, close-on-exec), through `/dev/userfaultfd` or else the
-/// system call, with the write-protect fault flag negotiated.
+/// system call, with the write-protect fault flag and the faulting thread's id negotiated.
 pub(crate) fn open() -> io::Result<OwnedFd> {
     let flags = (libc::O_CLOEXEC | libc::O_NONBLOCK) as libc::c_ulong;
     let fd = open_device(flags).or_else(|device| {
@@ -124,7 +127,8 @@ pub(crate) fn open() -> io::Result<OwnedFd> {
             Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
         }
     })?;
-    let mut api = UffdioApi { api: UFFD_API, features: UFFD_FEATURE_PAGEFAULT_FLAG_WP, ioctls: 0 };
+    let features = UFFD_FEATURE_PAGEFAULT_FLAG_WP | UFFD_FEATURE_THREAD_ID;
+    let mut api = UffdioApi { api: UFFD_API, features, ioctls: 0 };
     ioctl(&fd, UFFDIO_API, &mut api)?;
     Ok(fd)
 }
@@ -231,6 +235,15 @@ pub(crate) fn write_protect(fd: &OwnedFd, start: usize, len: usize, on: bool) ->
 pub(crate) fn wake(fd: &OwnedFd, start: usize, len: usize) -> io::Result<()> {
     let mut range = Range { start: start as u64, len: len as u64 };
     ioctl(fd, UFFDIO_WAKE, &mut range)
+}
+
+/// Sends `SIGBUS` to thread `thread` of this process, as the kernel does to a thread whose
+/// fault it cannot resolve: the thread leaves its wait for the fault and takes the signal.
+pub(crate) fn signal_bus(thread: u32) -> io::Result<()> {
+    // SAFETY: tgkill takes a process id, a thread id and a signal number; a thread id that
+    // is not one of this process's threads is refused (ESRCH), nothing else is touched.
+    let rc = unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), thread as libc::pid_t, libc::SIGBUS) };
+    if rc < 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
 }
 
 /// Reads one message if there is one (`None` when the descriptor has none pending).

@@ -212,6 +212,139 @@ fn system_calls_read_and_write_stored_pages() {
     }
 }
 
+/// The environment variable that makes this test binary run one test as the body of
+/// [`in_a_process_of_its_own`].
+const CHILD: &str = "USWAP_TEST_CHILD";
+
+/// Whether this process is the one [`in_a_process_of_its_own`] started for test `name`.
+fn is_child(name: &str) -> bool {
+    std::env::var_os(CHILD).is_some_and(|v| v == name)
+}
+
+/// Runs test `name` of this binary again in a process of its own (where [`is_child`] holds),
+/// for accesses that end the process, and returns how it ended and what it wrote to stderr;
+/// after 20 s it is killed and the test fails.
+fn in_a_process_of_its_own(name: &str) -> (std::process::ExitStatus, String) {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let mut child = std::process::Command::new(exe)
+        .args(["--exact", name, "--nocapture", "--test-threads=1"])
+        .env(CHILD, name)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("starting the test binary again");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        if let Some(status) = child.try_wait().expect("waiting for the child") {
+            let mut stderr = String::new();
+            std::io::Read::read_to_string(&mut child.stderr.take().expect("piped"), &mut stderr).ok();
+            return (status, stderr);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{name}: the child process neither ended nor was ended in 20 s (a hung access?)");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// LZO-RLE whose streams never decode again.
+struct Undecodable(lzokit::LzoRle);
+
+impl PageCodec for Undecodable {
+    fn name(&self) -> &'static str {
+        "undecodable"
+    }
+    fn max_compressed_len(&self) -> usize {
+        self.0.max_compressed_len()
+    }
+    fn compress(&mut self, page: &Page, out: &mut [u8]) -> Result<usize, CompressError> {
+        self.0.compress(page, out)
+    }
+    fn decompress(&mut self, _input: &[u8], _page: &mut Page) -> Result<(), DecompressError> {
+        Err(DecompressError::corrupt("this codec decodes nothing"))
+    }
+}
+
+/// A codec that panics when it compresses.
+struct Panicking;
+
+impl PageCodec for Panicking {
+    fn name(&self) -> &'static str {
+        "panicking"
+    }
+    fn max_compressed_len(&self) -> usize {
+        PAGE_SIZE
+    }
+    fn compress(&mut self, _page: &Page, _out: &mut [u8]) -> Result<usize, CompressError> {
+        panic!("a codec's bug")
+    }
+    fn decompress(&mut self, _input: &[u8], _page: &mut Page) -> Result<(), DecompressError> {
+        Err(DecompressError::Truncated)
+    }
+}
+
+/// Keeps a child process that ends by a signal from writing a core file.
+fn no_core_file() {
+    let none = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: setrlimit reads the structure passed; it changes only this process's limit.
+    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_CORE, &none) }, 0);
+}
+
+#[test]
+fn a_page_the_codec_cannot_decode_ends_the_access_with_sigbus() {
+    // The fault thread cannot give the page back: the reading thread gets SIGBUS (what the
+    // kernel does when it cannot read a swapped-out page) rather than wait for ever.
+    let name = "a_page_the_codec_cannot_decode_ends_the_access_with_sigbus";
+    if is_child(name) {
+        no_core_file();
+        let mut config = RegionConfig::new(4, Box::new(|| Box::new(Undecodable(lzokit::LzoRle::default()))));
+        config.store = StoreConfig::default().with_same_filled(false);
+        let mut region = Region::new(64, config).expect("this test needs userfaultfd");
+        for page in 0..64 {
+            region.write(page * PAGE_SIZE, &content(page, 1)).unwrap();
+        }
+        let mut back = vec![0u8; PAGE_SIZE];
+        // Page 0 is stored: this read must not return.
+        region.read(0, &mut back).unwrap();
+        std::process::exit(0);
+    }
+    let (status, stderr) = in_a_process_of_its_own(name);
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(
+        status.signal(),
+        Some(libc::SIGBUS),
+        "{status:?} (exit status 0: the read returned): {stderr}"
+    );
+}
+
+#[test]
+fn a_panicking_codec_ends_the_process() {
+    // A codec that panics in the fault thread leaves no thread to resolve faults: the
+    // process aborts instead of leaving its threads waiting for ever.
+    let name = "a_panicking_codec_ends_the_process";
+    if is_child(name) {
+        no_core_file();
+        let mut config = RegionConfig::new(4, Box::new(|| Box::new(Panicking)));
+        config.store = StoreConfig::default().with_same_filled(false);
+        let mut region = Region::new(64, config).expect("this test needs userfaultfd");
+        // The fifth page's fault evicts, and the eviction compresses.
+        for page in 0..64 {
+            region.write(page * PAGE_SIZE, &content(page, 1)).unwrap();
+        }
+        std::process::exit(0);
+    }
+    let (status, stderr) = in_a_process_of_its_own(name);
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(
+        status.signal(),
+        Some(libc::SIGABRT),
+        "{status:?} (exit status 0: every write returned): {stderr}"
+    );
+    assert!(stderr.contains("a codec's bug"), "the codec's panic message is not on stderr: {stderr}");
+}
+
 #[test]
 fn a_forked_child_faults_instead_of_reading_zeros() {
     // The child gets no copy of the region: without one it would read a stored page as
