@@ -163,9 +163,21 @@ impl FaultThread {
             return;
         }
         let start = Instant::now();
+        let write = msg.flags & sys::FLAG_WRITE != 0;
         if self.state[page] == State::Resident {
-            // Another thread's fault on it was resolved first.
-            let _ = sys::wake(&self.uffd, addr, PAGE_SIZE);
+            // Either another thread's fault on it was resolved first, and the ioctl finds the
+            // page there (`EEXIST`) and only wakes the thread, or the process dropped the page
+            // itself (`MADV_DONTNEED` through the raw pointer), and it reads as zeros, as
+            // dropped anonymous memory does. A wake alone would repeat that fault for ever.
+            let done = if write {
+                area[0] = Page::zeroed();
+                sys::copy(&self.uffd, addr, area.as_ptr().cast(), PAGE_SIZE)
+            } else {
+                sys::zeropage(&self.uffd, addr, PAGE_SIZE)
+            };
+            if let Err(e) = done {
+                self.unresolved(msg, addr, &e);
+            }
             return;
         }
         // Readahead: a fault right after the last range continues a scan and doubles the
@@ -185,17 +197,12 @@ impl FaultThread {
         self.reclaim(n, victims);
         let room = self.tuning.limit.saturating_sub(lock(&self.shared.counters).resident).max(1);
         n = n.min(room);
-        let resolved = match self.bring_in(page, n, msg.flags & sys::FLAG_WRITE != 0, area) {
+        let resolved = match self.bring_in(page, n, write, area) {
             Ok(resolved) => resolved,
-            Err(Unresolved::Map(e)) if e.raw_os_error() == Some(libc::EAGAIN) => {
-                // The address space kept changing under the ioctl: the thread retries the
-                // access and faults again.
-                let _ = sys::wake(&self.uffd, addr, PAGE_SIZE);
-                return;
-            }
-            Err(_) => {
-                // Left waiting, the thread would wait for ever, and waking it would only
-                // repeat the fault: it gets the kernel's answer to a fault it cannot resolve.
+            Err(Unresolved::Map(e)) => return self.unresolved(msg, addr, &e),
+            Err(Unresolved::Load) => {
+                // The store cannot give the page back (its codec fails to decode it): as for
+                // a mapping that fails, `SIGBUS`.
                 self.count(|c| c.unresolved_faults += 1);
                 let _ = sys::signal_bus(msg.thread);
                 return;
@@ -204,6 +211,19 @@ impl FaultThread {
         self.next_expected = page + resolved;
         let ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
         self.count(|c| c.record_latency(ns));
+    }
+
+    /// Answers a fault whose mapping ioctl failed with `e`. After `EAGAIN` (the address
+    /// space kept changing under the ioctl's own retries) the thread is woken to retry the
+    /// access. Otherwise it gets `SIGBUS`, the kernel's answer to a fault it cannot resolve:
+    /// left waiting it would wait for ever, and a wake would only repeat the fault.
+    fn unresolved(&self, msg: &sys::Message, addr: usize, e: &io::Error) {
+        if e.raw_os_error() == Some(libc::EAGAIN) {
+            let _ = sys::wake(&self.uffd, addr, PAGE_SIZE);
+        } else {
+            self.count(|c| c.unresolved_faults += 1);
+            let _ = sys::signal_bus(msg.thread);
+        }
     }
 
     /// Maps pages `page..page + n` (none resident) from the store or as zeros, with one

@@ -339,6 +339,9 @@ impl Region {
     /// The first byte. Raw access: reads and writes through it are resolved by the fault
     /// thread like any other, but Rust's aliasing rules are the caller's to keep (no two
     /// threads writing the same bytes unsynchronised, no writes while `read` runs on them).
+    /// Pages dropped through it with `MADV_DONTNEED` read as zeros afterwards if they were
+    /// resident; pages in the store come back with their stored bytes (the fault thread is
+    /// not told of the advice).
     pub fn as_ptr(&self) -> *mut u8 {
         self.base
     }

@@ -346,6 +346,43 @@ fn a_panicking_codec_ends_the_process() {
 }
 
 #[test]
+fn pages_the_process_drops_read_as_zeros() {
+    // `MADV_DONTNEED` through the raw pointer drops a resident page behind the fault
+    // thread's back: the next access must read zeros, as dropped anonymous memory does,
+    // not fault for ever. A page in the store has no page to drop, and the thread is not
+    // told of the advice: it comes back with its stored bytes (documented).
+    let pages = 64;
+    let mut region = region(pages, 8, StoreConfig::default());
+    for page in 0..pages {
+        region.write(page * PAGE_SIZE, &content(page, 1)).unwrap();
+    }
+    let base = region.as_ptr() as usize;
+    // Pages 62 and 63 were written last: resident.
+    // SAFETY: advice on two pages of the region, which no other thread is using.
+    let rc = unsafe {
+        libc::madvise((base + 62 * PAGE_SIZE) as *mut libc::c_void, 2 * PAGE_SIZE, libc::MADV_DONTNEED)
+    };
+    assert_eq!(rc, 0, "madvise: {}", std::io::Error::last_os_error());
+    let region = completes(region, "a read and a write of dropped pages", move || {
+        // SAFETY: pages of the region, used by this thread alone meanwhile.
+        unsafe {
+            ((base + 62 * PAGE_SIZE + 5) as *const u8).read_volatile();
+            ((base + 63 * PAGE_SIZE + 7) as *mut u8).write_volatile(9);
+        }
+    });
+    let mut back = vec![0u8; PAGE_SIZE];
+    region.read(62 * PAGE_SIZE, &mut back).unwrap();
+    assert!(back.iter().all(|&b| b == 0), "page 62 after it was dropped");
+    region.read(63 * PAGE_SIZE, &mut back).unwrap();
+    assert!(back.iter().enumerate().all(|(i, &b)| b == if i == 7 { 9 } else { 0 }), "page 63");
+    // SAFETY: advice on page 0 of the region (stored), which no other thread is using.
+    let rc = unsafe { libc::madvise(base as *mut libc::c_void, PAGE_SIZE, libc::MADV_DONTNEED) };
+    assert_eq!(rc, 0, "madvise: {}", std::io::Error::last_os_error());
+    region.read(0, &mut back).unwrap();
+    assert!(back == content(0, 1), "page 0, from the store");
+}
+
+#[test]
 fn a_forked_child_faults_instead_of_reading_zeros() {
     // The child gets no copy of the region: without one it would read a stored page as
     // zeros, since the kernel does not carry the registration over to it.
