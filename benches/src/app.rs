@@ -748,7 +748,7 @@ pub fn zram(opts: &ZramOptions) -> Result<Vec<crate::zram::ScaleReport>, AnyErro
     if let Some(bad) = opts.codecs.iter().find(|c| !z::KERNEL_CODECS.contains(&c.as_str())) {
         return Err(format!("unknown zram codec {bad:?}; known: {}", z::KERNEL_CODECS.join(", ")).into());
     }
-    z::install_sigint_handler();
+    z::install_interrupt_handler();
     let offered = z::offered_codecs(&paths)?;
     let wanted: Vec<String> = if opts.codecs.is_empty() {
         z::KERNEL_CODECS.iter().map(|s| s.to_string()).collect()

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::simulate::{Workload, region_pages, replay};
 use crate::swap::{Anonymous, Checked};
-use crate::zram::{Device, KernelMmStat, ZramPaths, install_sigint_handler};
+use crate::zram::{Device, KernelMmStat, ZramPaths, install_interrupt_handler};
 
 /// Where the cgroup v1 memory controller is mounted.
 pub const CGROUP_MEMORY: &str = "/sys/fs/cgroup/memory";
@@ -177,7 +177,7 @@ pub fn kernel_swap(
     if !cgroups.join("memory.limit_in_bytes").exists() {
         return Err(format!("--kernel-zram needs the cgroup v1 memory controller at {}", cgroups.display()));
     }
-    install_sigint_handler();
+    install_interrupt_handler();
     let ram_pages = ram_mb * 256;
     let pages = 4 * region_pages(workload, ram_pages);
     // Guards in creation order; they are dropped in reverse: cgroup, swap area, device.

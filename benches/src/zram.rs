@@ -140,7 +140,7 @@ impl fmt::Display for ZramError {
             ZramError::Store { codec, page, message } => {
                 write!(f, "pagestore with {codec}: page {page}: {message}")
             }
-            ZramError::Interrupted => f.write_str("interrupted (Ctrl-C); the device was reset and removed"),
+            ZramError::Interrupted => f.write_str("interrupted (a signal); the device was reset and removed"),
             ZramError::NoCodec { offered, wanted } => write!(
                 f,
                 "the kernel offers none of the wanted codecs (wanted {}; offered {})",
@@ -286,20 +286,26 @@ pub fn store_codec(kernel: &str) -> Option<Box<dyn PageCodec + Send>> {
     }
 }
 
-// Ctrl-C: the handler only sets this flag; the loops check it between pages and return
-// an error, so the device guard's Drop resets and removes the device.
+// Ctrl-C, `kill` or a closed terminal: the handler only sets this flag; the loops check it
+// between pages and return an error, so the guards' Drop resets and removes the device (and
+// turns its swap off). Killed by the default action instead, the process would leave them.
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
-extern "C" fn on_sigint(_: libc::c_int) {
+/// The signals routed to the interruption flag.
+const INTERRUPTS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+extern "C" fn on_interrupt(_: libc::c_int) {
     INTERRUPTED.store(true, Ordering::SeqCst);
 }
 
-/// Routes SIGINT to the interruption flag.
-pub fn install_sigint_handler() {
-    let handler = on_sigint as extern "C" fn(libc::c_int);
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-    unsafe {
-        libc::signal(libc::SIGINT, handler as libc::sighandler_t);
+/// Routes SIGINT, SIGTERM and SIGHUP to the interruption flag.
+pub fn install_interrupt_handler() {
+    let handler = on_interrupt as extern "C" fn(libc::c_int);
+    for signal in INTERRUPTS {
+        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+        unsafe {
+            libc::signal(signal, handler as libc::sighandler_t);
+        }
     }
 }
 
@@ -850,6 +856,32 @@ pub fn table(report: &ScaleReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn interrupts_reach_the_flag() {
+        let disposition = |signal| {
+            // SAFETY: sigaction only writes the structure passed (all-zero bytes are a valid
+            // `sigaction`); with no new action it changes nothing.
+            unsafe {
+                let mut old: libc::sigaction = std::mem::zeroed();
+                assert_eq!(libc::sigaction(signal, std::ptr::null(), &mut old), 0);
+                old
+            }
+        };
+        let before: Vec<libc::sigaction> = INTERRUPTS.iter().map(|&s| disposition(s)).collect();
+        install_interrupt_handler();
+        // Ctrl-C, `kill` and `timeout`, a closed terminal.
+        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            let handler = disposition(signal).sa_sigaction;
+            assert_eq!(handler, on_interrupt as extern "C" fn(libc::c_int) as usize, "signal {signal}");
+        }
+        assert!(!INTERRUPTED.load(Ordering::SeqCst));
+        for (&signal, old) in INTERRUPTS.iter().zip(&before) {
+            // SAFETY: puts back the disposition read above, so that the test binary stops on
+            // these signals again.
+            assert_eq!(unsafe { libc::sigaction(signal, old, std::ptr::null_mut()) }, 0);
+        }
+    }
 
     #[test]
     fn comp_algorithm_lists_codecs_and_the_selected_one() {
