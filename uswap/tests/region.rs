@@ -28,6 +28,16 @@ fn content(page: usize, version: u32) -> Vec<u8> {
     bytes
 }
 
+/// A region of `pages` pages with at most `resident` in memory, every page written with
+/// [`content`] at `version`: all but the last `resident` written are in the store.
+fn written(pages: usize, resident: usize, version: u32) -> Region {
+    let mut region = region(pages, resident, StoreConfig::default());
+    for page in 0..pages {
+        region.write(page * PAGE_SIZE, &content(page, version)).unwrap();
+    }
+    region
+}
+
 #[test]
 fn every_page_survives_eviction_and_comes_back() {
     let pages = 256;
@@ -127,10 +137,7 @@ fn accesses_across_pages_complete_at_the_smallest_limit() {
     // A limit of one page is raised to the smallest that lets any one instruction finish:
     // each access below needs two or four pages resident at once.
     let pages = 32;
-    let mut region = region(pages, 1, StoreConfig::default());
-    for page in 0..pages {
-        region.write(page * PAGE_SIZE, &content(page, 2)).unwrap();
-    }
+    let region = written(pages, 1, 2);
     let base = region.as_ptr() as usize;
     let byte = |page: usize, at: usize| content(page + at / PAGE_SIZE, 2)[at % PAGE_SIZE];
     // An 8-byte load across the boundary of pages 0 and 1 (both stored), then a store.
@@ -188,10 +195,7 @@ fn system_calls_read_and_write_stored_pages() {
     // like the process's accesses and are resolved by the fault thread.
     use std::io::{Read, Write};
     let pages = 64;
-    let mut region = region(pages, 8, StoreConfig::default());
-    for page in 0..pages {
-        region.write(page * PAGE_SIZE, &content(page, 1)).unwrap();
-    }
+    let region = written(pages, 8, 1);
     assert!(region.stats().resident_pages <= 8);
     let path = std::env::temp_dir().join(format!("uswap-syscalls-{}", std::process::id()));
     let base = region.as_ptr();
@@ -249,24 +253,6 @@ fn in_a_process_of_its_own(name: &str) -> (std::process::ExitStatus, String) {
     }
 }
 
-/// LZO-RLE whose streams never decode again.
-struct Undecodable(lzokit::LzoRle);
-
-impl PageCodec for Undecodable {
-    fn name(&self) -> &'static str {
-        "undecodable"
-    }
-    fn max_compressed_len(&self) -> usize {
-        self.0.max_compressed_len()
-    }
-    fn compress(&mut self, page: &Page, out: &mut [u8]) -> Result<usize, CompressError> {
-        self.0.compress(page, out)
-    }
-    fn decompress(&mut self, _input: &[u8], _page: &mut Page) -> Result<(), DecompressError> {
-        Err(DecompressError::corrupt("this codec decodes nothing"))
-    }
-}
-
 /// A codec that panics when it compresses.
 struct Panicking;
 
@@ -299,7 +285,7 @@ fn a_page_the_codec_cannot_decode_ends_the_access_with_sigbus() {
     let name = "a_page_the_codec_cannot_decode_ends_the_access_with_sigbus";
     if is_child(name) {
         no_core_file();
-        let mut config = RegionConfig::new(4, Box::new(|| Box::new(Undecodable(lzokit::LzoRle::default()))));
+        let mut config = RegionConfig::new(4, Box::new(|| Box::new(Altered::undecodable())));
         config.store = StoreConfig::default().with_same_filled(false);
         let mut region = Region::new(64, config).expect("this test needs userfaultfd");
         for page in 0..64 {
@@ -352,10 +338,7 @@ fn pages_the_process_drops_read_as_zeros() {
     // not fault for ever. A page in the store has no page to drop, and the thread is not
     // told of the advice: it comes back with its stored bytes (documented).
     let pages = 64;
-    let mut region = region(pages, 8, StoreConfig::default());
-    for page in 0..pages {
-        region.write(page * PAGE_SIZE, &content(page, 1)).unwrap();
-    }
+    let region = written(pages, 8, 1);
     let base = region.as_ptr() as usize;
     // Pages 62 and 63 were written last: resident.
     // SAFETY: advice on two pages of the region, which no other thread is using.
@@ -387,10 +370,7 @@ fn a_forked_child_faults_instead_of_reading_zeros() {
     // The child gets no copy of the region: without one it would read a stored page as
     // zeros, since the kernel does not carry the registration over to it.
     let pages = 64;
-    let mut region = region(pages, 8, StoreConfig::default());
-    for page in 0..pages {
-        region.write(page * PAGE_SIZE, &content(page, 1)).unwrap();
-    }
+    let region = written(pages, 8, 1);
     assert!(region.stats().swap_outs > 0, "no page was stored before the fork");
     let stored = region.as_ptr();
     // SAFETY: the child only reads one byte and exits, calling nothing that takes a lock
@@ -570,7 +550,7 @@ fn writes_during_eviction_wait_and_are_kept() {
     // the page write-protected long enough for the writer to meet it even on a loaded
     // machine. Runs until such faults were seen, at most 20 s.
     let pages = 64;
-    let mut config = RegionConfig::new(4, Box::new(|| Box::new(Slow(lzokit::LzoRle::default()))));
+    let mut config = RegionConfig::new(4, Box::new(|| Box::new(Altered::slow())));
     config.readahead = 1;
     let region = Region::new(pages, config).unwrap_or_else(|e| panic!("this test needs userfaultfd: {e}"));
     let base = region.as_ptr() as usize;
@@ -603,22 +583,46 @@ fn writes_during_eviction_wait_and_are_kept() {
     assert!(stats.wp_faults > 0, "no write met a page being stored in 20 s: {stats:?}");
 }
 
-/// A codec that takes at least 200 us per compression: it widens the window in which an
-/// evicted page is write-protected.
-struct Slow(lzokit::LzoRle);
+/// LZO-RLE altered for a test: each compression takes at least `delay`, and with
+/// `undecodable` no stream decodes again.
+struct Altered {
+    lzo: lzokit::LzoRle,
+    delay: std::time::Duration,
+    undecodable: bool,
+}
 
-impl PageCodec for Slow {
+impl Altered {
+    /// At least 200 us per compression: it widens the window in which an evicted page is
+    /// write-protected.
+    fn slow() -> Self {
+        Altered {
+            lzo: lzokit::LzoRle::default(),
+            delay: std::time::Duration::from_micros(200),
+            undecodable: false,
+        }
+    }
+
+    /// Streams that never decode again.
+    fn undecodable() -> Self {
+        Altered { lzo: lzokit::LzoRle::default(), delay: std::time::Duration::ZERO, undecodable: true }
+    }
+}
+
+impl PageCodec for Altered {
     fn name(&self) -> &'static str {
-        "slow-lzo-rle"
+        "altered-lzo-rle"
     }
     fn max_compressed_len(&self) -> usize {
-        self.0.max_compressed_len()
+        self.lzo.max_compressed_len()
     }
     fn compress(&mut self, page: &Page, out: &mut [u8]) -> Result<usize, CompressError> {
-        std::thread::sleep(std::time::Duration::from_micros(200));
-        self.0.compress(page, out)
+        std::thread::sleep(self.delay);
+        self.lzo.compress(page, out)
     }
     fn decompress(&mut self, input: &[u8], page: &mut Page) -> Result<(), DecompressError> {
-        self.0.decompress(input, page)
+        if self.undecodable {
+            return Err(DecompressError::corrupt("this codec decodes nothing"));
+        }
+        self.lzo.decompress(input, page)
     }
 }
