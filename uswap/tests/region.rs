@@ -202,8 +202,8 @@ fn system_calls_read_and_write_stored_pages() {
     // SAFETY: pages 0 and 1 of the region, which no other code touches during the call.
     let first = unsafe { std::slice::from_raw_parts(base, 2 * PAGE_SIZE) };
     std::fs::File::create(&path).unwrap().write_all(first).unwrap();
-    let written = std::fs::read(&path).unwrap();
-    assert!(written[..PAGE_SIZE] == content(0, 1)[..] && written[PAGE_SIZE..] == content(1, 1)[..]);
+    let in_file = std::fs::read(&path).unwrap();
+    assert!(in_file[..PAGE_SIZE] == content(0, 1)[..] && in_file[PAGE_SIZE..] == content(1, 1)[..]);
     // Into pages 40 and 41, stored since: the file's bytes replace theirs.
     // SAFETY: as above, pages 40 and 41.
     let later = unsafe { std::slice::from_raw_parts_mut(base.add(40 * PAGE_SIZE), 2 * PAGE_SIZE) };
@@ -237,12 +237,17 @@ fn in_a_process_of_its_own(name: &str) -> (std::process::ExitStatus, String) {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("starting the test binary again");
+    // Read on a thread of its own, so that a child writing more than a pipe holds goes on.
+    let mut pipe = child.stderr.take().expect("piped");
+    let stderr = std::thread::spawn(move || {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut pipe, &mut text).ok();
+        text
+    });
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
         if let Some(status) = child.try_wait().expect("waiting for the child") {
-            let mut stderr = String::new();
-            std::io::Read::read_to_string(&mut child.stderr.take().expect("piped"), &mut stderr).ok();
-            return (status, stderr);
+            return (status, stderr.join().unwrap_or_default());
         }
         if std::time::Instant::now() > deadline {
             let _ = child.kill();
