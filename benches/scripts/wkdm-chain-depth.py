@@ -19,6 +19,13 @@ chain, in words, for four ways of routing the words:
 
 Words the chain branches past (pages with more than a third zero words) are left out. A
 model of dependences, not a measurement of time.
+
+    wkdm-chain-depth.py CORPUS.pages... [--pages N] --distances
+
+prints instead, for the hits (EXACT and PARTIAL words), how many words before them the word
+that last wrote their entry stands (in the kept routing, MISS words and hits write it): the
+share at distances 1, 2, 3-4, 5-8, 9-24 and beyond, and the hits per page. A hit whose entry
+was written a few words before loads what a store still in flight holds.
 """
 import struct
 import sys
@@ -79,8 +86,37 @@ def depths(words, slot_of):
     return longest
 
 
+DISTANCE_BUCKETS = ((1, 1), (2, 2), (3, 4), (5, 8), (9, 24), (25, 1 << 30))
+
+
+def distances(words, slot_of):
+    """Per bucket of DISTANCE_BUCKETS, the hits of the page whose entry was last written that
+    many words before them (the first write of an entry is the preload, never counted)."""
+    dictionary = [1] * 16
+    last = [None] * 16
+    counts = [0] * len(DISTANCE_BUCKETS)
+    for i, w in enumerate(words):
+        if w == 0:
+            continue
+        entry = slot_of[(w >> 10) & 0xFF]
+        d = dictionary[entry]
+        hit = d >> 10 == w >> 10
+        if hit and last[entry] is not None:
+            gap = i - last[entry]
+            for b, (lo, hi) in enumerate(DISTANCE_BUCKETS):
+                if lo <= gap <= hi:
+                    counts[b] += 1
+                    break
+        dictionary[entry] = w
+        last[entry] = i
+    return counts
+
+
 def main():
     args = sys.argv[1:]
+    by_distance = "--distances" in args
+    if by_distance:
+        args.remove("--distances")
     pages = 300
     if "--pages" in args:
         i = args.index("--pages")
@@ -94,6 +130,24 @@ def main():
         if not Path(path).is_file():
             sys.exit(f"wkdm-chain-depth: no page file {path}")
     slot_of = slots()
+    if by_distance:
+        heads = ("1", "2", "3-4", "5-8", "9-24", ">24")
+        print(f"{'corpus':<24} {'pages':>5} {'hits/page':>9} " + " ".join(f"{h:>6}" for h in heads))
+        for path in args:
+            data = Path(path).read_bytes()
+            total = len(data) // 4096
+            if total == 0:
+                sys.exit(f"wkdm-chain-depth: {path} holds no whole 4 KiB page")
+            step = max(1, total // pages)
+            sums, n = [0] * len(DISTANCE_BUCKETS), 0
+            for p in range(0, total, step)[:pages]:
+                words = list(struct.unpack("<1024I", data[p * 4096 : (p + 1) * 4096]))
+                sums = [s + c for s, c in zip(sums, distances(words, slot_of))]
+                n += 1
+            hits = sum(sums)
+            cells = " ".join(f"{100 * c / max(hits, 1):>5.0f}%" for c in sums)
+            print(f"{Path(path).name:<24} {n:>5} {hits / n:>9.0f} {cells}")
+        return
     heads = ("one entry", "split", "exact dumped", "per kind")
     widths = (10, 8, 13, 9)
     print(f"{'corpus':<24} {'pages':>5} " + " ".join(f"{h:>{w}}" for h, w in zip(heads, widths)))
