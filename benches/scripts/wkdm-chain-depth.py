@@ -112,6 +112,17 @@ def distances(words, slot_of):
     return counts
 
 
+def sampled_pages(path, pages):
+    """The words of `pages` pages of the page file `path`, evenly spaced."""
+    data = Path(path).read_bytes()
+    total = len(data) // 4096
+    if total == 0:
+        sys.exit(f"wkdm-chain-depth: {path} holds no whole 4 KiB page")
+    step = max(1, total // pages)
+    for p in range(0, total, step)[:pages]:
+        yield list(struct.unpack("<1024I", data[p * 4096 : (p + 1) * 4096]))
+
+
 def main():
     args = sys.argv[1:]
     by_distance = "--distances" in args
@@ -134,14 +145,8 @@ def main():
         heads = ("1", "2", "3-4", "5-8", "9-24", ">24")
         print(f"{'corpus':<24} {'pages':>5} {'hits/page':>9} " + " ".join(f"{h:>6}" for h in heads))
         for path in args:
-            data = Path(path).read_bytes()
-            total = len(data) // 4096
-            if total == 0:
-                sys.exit(f"wkdm-chain-depth: {path} holds no whole 4 KiB page")
-            step = max(1, total // pages)
             sums, n = [0] * len(DISTANCE_BUCKETS), 0
-            for p in range(0, total, step)[:pages]:
-                words = list(struct.unpack("<1024I", data[p * 4096 : (p + 1) * 4096]))
+            for words in sampled_pages(path, pages):
                 sums = [s + c for s, c in zip(sums, distances(words, slot_of))]
                 n += 1
             hits = sum(sums)
@@ -152,14 +157,8 @@ def main():
     widths = (10, 8, 13, 9)
     print(f"{'corpus':<24} {'pages':>5} " + " ".join(f"{h:>{w}}" for h, w in zip(heads, widths)))
     for path in args:
-        data = Path(path).read_bytes()
-        total = len(data) // 4096
-        if total == 0:
-            sys.exit(f"wkdm-chain-depth: {path} holds no whole 4 KiB page")
-        step = max(1, total // pages)
         sums, n = [0, 0, 0, 0], 0
-        for p in range(0, total, step)[:pages]:
-            words = list(struct.unpack("<1024I", data[p * 4096 : (p + 1) * 4096]))
+        for words in sampled_pages(path, pages):
             sums = [s + d for s, d in zip(sums, depths(words, slot_of))]
             n += 1
         means = [v / n for v in sums]
