@@ -200,13 +200,9 @@ impl FaultThread {
         let resolved = match self.bring_in(page, n, write, area) {
             Ok(resolved) => resolved,
             Err(Unresolved::Map(e)) => return self.unresolved(msg, addr, &e),
-            Err(Unresolved::Load) => {
-                // The store cannot give the page back (its codec fails to decode it): as for
-                // a mapping that fails, `SIGBUS`.
-                self.count(|c| c.unresolved_faults += 1);
-                let _ = sys::signal_bus(msg.thread);
-                return;
-            }
+            // The store cannot give the page back (its codec fails to decode it): as for a
+            // mapping that fails, `SIGBUS`.
+            Err(Unresolved::Load) => return self.give_up(msg),
         };
         self.next_expected = page + resolved;
         let ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
@@ -221,9 +217,14 @@ impl FaultThread {
         if e.raw_os_error() == Some(libc::EAGAIN) {
             let _ = sys::wake(&self.uffd, addr, PAGE_SIZE);
         } else {
-            self.count(|c| c.unresolved_faults += 1);
-            let _ = sys::signal_bus(msg.thread);
+            self.give_up(msg);
         }
+    }
+
+    /// Counts the fault as unresolved and sends the faulting thread `SIGBUS`.
+    fn give_up(&self, msg: &sys::Message) {
+        self.count(|c| c.unresolved_faults += 1);
+        let _ = sys::signal_bus(msg.thread);
     }
 
     /// Maps pages `page..page + n` (none resident) from the store or as zeros, with one
