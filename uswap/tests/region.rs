@@ -13,7 +13,11 @@ fn lzo_rle() -> CodecFactory {
 }
 
 fn region(pages: usize, resident: usize, store: StoreConfig) -> Region {
-    let mut config = RegionConfig::new(resident, lzo_rle());
+    region_with(lzo_rle(), pages, resident, store)
+}
+
+fn region_with(codec: CodecFactory, pages: usize, resident: usize, store: StoreConfig) -> Region {
+    let mut config = RegionConfig::new(resident, codec);
     config.store = store;
     Region::new(pages, config).unwrap_or_else(|e| panic!("this test needs userfaultfd: {e}"))
 }
@@ -32,10 +36,15 @@ fn content(page: usize, version: u32) -> Vec<u8> {
 /// [`content`] at `version`: all but the last `resident` written are in the store.
 fn written(pages: usize, resident: usize, version: u32) -> Region {
     let mut region = region(pages, resident, StoreConfig::default());
-    for page in 0..pages {
+    write_every_page(&mut region, version);
+    region
+}
+
+/// Writes every page of `region` with [`content`] at `version`.
+fn write_every_page(region: &mut Region, version: u32) {
+    for page in 0..region.len() / PAGE_SIZE {
         region.write(page * PAGE_SIZE, &content(page, version)).unwrap();
     }
-    region
 }
 
 #[test]
@@ -290,12 +299,9 @@ fn a_page_the_codec_cannot_decode_ends_the_access_with_sigbus() {
     let name = "a_page_the_codec_cannot_decode_ends_the_access_with_sigbus";
     if is_child(name) {
         no_core_file();
-        let mut config = RegionConfig::new(4, Box::new(|| Box::new(Altered::undecodable())));
-        config.store = StoreConfig::default().with_same_filled(false);
-        let mut region = Region::new(64, config).expect("this test needs userfaultfd");
-        for page in 0..64 {
-            region.write(page * PAGE_SIZE, &content(page, 1)).unwrap();
-        }
+        let codec: CodecFactory = Box::new(|| Box::new(Altered::undecodable()));
+        let mut region = region_with(codec, 64, 4, StoreConfig::default());
+        write_every_page(&mut region, 1);
         let mut back = vec![0u8; PAGE_SIZE];
         // Page 0 is stored: this read must not return.
         region.read(0, &mut back).unwrap();
@@ -317,13 +323,9 @@ fn a_panicking_codec_ends_the_process() {
     let name = "a_panicking_codec_ends_the_process";
     if is_child(name) {
         no_core_file();
-        let mut config = RegionConfig::new(4, Box::new(|| Box::new(Panicking)));
-        config.store = StoreConfig::default().with_same_filled(false);
-        let mut region = Region::new(64, config).expect("this test needs userfaultfd");
+        let mut region = region_with(Box::new(|| Box::new(Panicking)), 64, 4, StoreConfig::default());
         // The fifth page's fault evicts, and the eviction compresses.
-        for page in 0..64 {
-            region.write(page * PAGE_SIZE, &content(page, 1)).unwrap();
-        }
+        write_every_page(&mut region, 1);
         std::process::exit(0);
     }
     let (status, stderr) = in_a_process_of_its_own(name);
