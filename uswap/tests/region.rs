@@ -225,19 +225,20 @@ fn system_calls_read_and_write_stored_pages() {
     }
 }
 
-/// The environment variable that makes this test binary run one test as the body of
+/// The environment variable that makes this test binary run one test's body in
 /// [`in_a_process_of_its_own`].
 const CHILD: &str = "USWAP_TEST_CHILD";
 
-/// Whether this process is the one [`in_a_process_of_its_own`] started for test `name`.
-fn is_child(name: &str) -> bool {
-    std::env::var_os(CHILD).is_some_and(|v| v == name)
-}
-
-/// Runs test `name` of this binary again in a process of its own (where [`is_child`] holds),
-/// for accesses that end the process, and returns how it ended and what it wrote to stderr;
-/// after 20 s it is killed and the test fails.
-fn in_a_process_of_its_own(name: &str) -> (std::process::ExitStatus, String) {
+/// For accesses that end the process: runs `body` in a process of its own (this test binary
+/// run again for test `name` alone, with core files off) and returns the signal that ended it
+/// (`None` when `body` returned and the process exited) and what it wrote to stderr. After
+/// 20 s it is killed and the test fails.
+fn in_a_process_of_its_own(name: &str, body: impl FnOnce()) -> (Option<i32>, String) {
+    if std::env::var_os(CHILD).is_some_and(|v| v == name) {
+        no_core_file();
+        body();
+        std::process::exit(0);
+    }
     let exe = std::env::current_exe().expect("the test binary's path");
     let mut child = std::process::Command::new(exe)
         .args(["--exact", name, "--nocapture", "--test-threads=1"])
@@ -256,7 +257,8 @@ fn in_a_process_of_its_own(name: &str) -> (std::process::ExitStatus, String) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
         if let Some(status) = child.try_wait().expect("waiting for the child") {
-            return (status, stderr.join().unwrap_or_default());
+            use std::os::unix::process::ExitStatusExt;
+            return (status.signal(), stderr.join().unwrap_or_default());
         }
         if std::time::Instant::now() > deadline {
             let _ = child.kill();
@@ -297,23 +299,15 @@ fn a_page_the_codec_cannot_decode_ends_the_access_with_sigbus() {
     // The fault thread cannot give the page back: the reading thread gets SIGBUS (what the
     // kernel does when it cannot read a swapped-out page) rather than wait for ever.
     let name = "a_page_the_codec_cannot_decode_ends_the_access_with_sigbus";
-    if is_child(name) {
-        no_core_file();
+    let (signal, stderr) = in_a_process_of_its_own(name, || {
         let codec: CodecFactory = Box::new(|| Box::new(Altered::undecodable()));
         let mut region = region_with(codec, 64, 4, StoreConfig::default());
         write_every_page(&mut region, 1);
         let mut back = vec![0u8; PAGE_SIZE];
         // Page 0 is stored: this read must not return.
         region.read(0, &mut back).unwrap();
-        std::process::exit(0);
-    }
-    let (status, stderr) = in_a_process_of_its_own(name);
-    use std::os::unix::process::ExitStatusExt;
-    assert_eq!(
-        status.signal(),
-        Some(libc::SIGBUS),
-        "{status:?} (exit status 0: the read returned): {stderr}"
-    );
+    });
+    assert_eq!(signal, Some(libc::SIGBUS), "no signal: the read returned; {stderr}");
 }
 
 #[test]
@@ -321,20 +315,12 @@ fn a_panicking_codec_ends_the_process() {
     // A codec that panics in the fault thread leaves no thread to resolve faults: the
     // process aborts instead of leaving its threads waiting for ever.
     let name = "a_panicking_codec_ends_the_process";
-    if is_child(name) {
-        no_core_file();
+    let (signal, stderr) = in_a_process_of_its_own(name, || {
         let mut region = region_with(Box::new(|| Box::new(Panicking)), 64, 4, StoreConfig::default());
         // The fifth page's fault evicts, and the eviction compresses.
         write_every_page(&mut region, 1);
-        std::process::exit(0);
-    }
-    let (status, stderr) = in_a_process_of_its_own(name);
-    use std::os::unix::process::ExitStatusExt;
-    assert_eq!(
-        status.signal(),
-        Some(libc::SIGABRT),
-        "{status:?} (exit status 0: every write returned): {stderr}"
-    );
+    });
+    assert_eq!(signal, Some(libc::SIGABRT), "no signal: every write returned; {stderr}");
     assert!(stderr.contains("a codec's bug"), "the codec's panic message is not on stderr: {stderr}");
 }
 
